@@ -1,0 +1,232 @@
+// gpumem command line: turns arguments into a JSON API request, calls the core's
+// handle_request, and prints the response as a table or (with --json) as JSON. Exit code 2
+// with a message on stderr for bad input.
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpumem/json_api.hpp"
+#include "table.hpp"
+
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr const char* usage = R"(gpumem - GPU memory planner for fine-tuning and serving LLMs
+
+Usage:
+  gpumem models [--json]                       model presets with parameter counts
+  gpumem gpus [--json]                         GPU presets
+  gpumem params --model M [--task-head H] [--json]
+                                               parameter counts by module group and block;
+                                               M is a preset id or a path to config.json
+  gpumem run --request FILE|-                  answer any API request (docs/api.md)
+  gpumem --version | --help
+)";
+
+constexpr int bad_input = 2;
+
+struct arguments {
+  std::string command;
+  std::map<std::string, std::string> options;  // --name value
+  bool json_output = false;
+};
+
+int fail(const std::string& message) {
+  std::cerr << "gpumem: " << message << "\n";
+  return bad_input;
+}
+
+bool parse_arguments(int argc, char** argv, arguments& args, std::string& problem) {
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (word == "--json") {
+      args.json_output = true;
+    } else if (word == "--help" || word == "-h" || word == "--version") {
+      args.command = word == "--version" ? "version" : "help";
+    } else if (word.rfind("--", 0) == 0) {
+      if (i + 1 >= argc) {
+        problem = word + " needs a value";
+        return false;
+      }
+      args.options[word.substr(2)] = argv[++i];
+    } else if (args.command.empty()) {
+      args.command = word;
+    } else {
+      problem = "unexpected argument '" + word + "'";
+      return false;
+    }
+  }
+  return true;
+}
+
+bool read_text(const std::string& path, std::string& text) {
+  if (path == "-") {
+    std::ostringstream buffer;
+    buffer << std::cin.rdbuf();
+    text = buffer.str();
+    return true;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return false;
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  text = buffer.str();
+  return true;
+}
+
+// A preset id, or a path to a config.json file (anything that exists on disk).
+bool model_reference(const std::string& value, ordered_json& model, std::string& problem) {
+  std::string text;
+  if (!read_text(value, text)) {
+    model = value;
+    return true;
+  }
+  json config = json::parse(text, nullptr, false);
+  if (config.is_discarded()) {
+    problem = value + " is not valid JSON";
+    return false;
+  }
+  model = {{"config", config}, {"name", value}};
+  return true;
+}
+
+// Sends the request; prints the error and returns false when the core answers ok: false.
+bool call(const ordered_json& request, ordered_json& response) {
+  response = ordered_json::parse(gpumem::handle_request(request.dump()), nullptr, false);
+  if (response.value("ok", false)) return true;
+  const auto& e = response["error"];
+  std::cerr << "gpumem: " << e.value("message", "error") << " (" << e.value("code", "") << ")\n";
+  return false;
+}
+
+std::string count_text(const ordered_json& value) {
+  return value.is_number() ? gpumem::cli::group_digits(value.get<std::uint64_t>()) : "-";
+}
+
+void print_warnings(const ordered_json& response) {
+  for (const auto& w : response["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
+}
+
+int models_command(const arguments& args) {
+  ordered_json response;
+  if (!call({{"api_version", 1}, {"command", "models"}}, response)) return bad_input;
+  if (args.json_output) {
+    std::cout << response["result"].dump(2) << "\n";
+    return 0;
+  }
+  gpumem::cli::table t({"id", "family", "type", "params", "active"});
+  for (const auto& m : response["result"]["models"]) {
+    t.row({m["id"], m["family"], m["model_type"], count_text(m["total_params"]),
+           count_text(m["active_params"])});
+  }
+  std::cout << t.render();
+  return 0;
+}
+
+int gpus_command(const arguments& args) {
+  ordered_json response;
+  if (!call({{"api_version", 1}, {"command", "gpus"}}, response)) return bad_input;
+  if (args.json_output) {
+    std::cout << response["result"].dump(2) << "\n";
+    return 0;
+  }
+  gpumem::cli::table t({"id", "name", "memory GiB", "fp16 TFLOP/s", "HBM TB/s", "link GB/s"});
+  for (const auto& g : response["result"]["gpus"]) {
+    t.row({g["id"], g["name"],
+           gpumem::cli::fixed(g["memory_bytes"].get<double>() / (1ULL << 30), 2),
+           gpumem::cli::fixed(g["fp16_dense_flops"].get<double>() / 1e12, 1),
+           gpumem::cli::fixed(g["memory_bandwidth_bytes_per_s"].get<double>() / 1e12, 2),
+           gpumem::cli::fixed(g["link_bandwidth_bytes_per_s"].get<double>() / 1e9, 0)});
+  }
+  std::cout << t.render();
+  return 0;
+}
+
+int params_command(const arguments& args) {
+  auto it = args.options.find("model");
+  if (it == args.options.end()) return fail("params needs --model <preset id | config.json path>");
+  ordered_json model;
+  std::string problem;
+  if (!model_reference(it->second, model, problem)) return fail(problem);
+  if (args.options.count("task-head")) {
+    if (model.is_string()) model = {{"preset", model}};
+    model["task_head"] = args.options.at("task-head");
+  }
+  ordered_json response;
+  if (!call({{"api_version", 1}, {"command", "params"}, {"model", model}}, response)) return bad_input;
+  print_warnings(response);
+  const auto& r = response["result"];
+  if (args.json_output) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const auto& g = r["groups"];
+  std::cout << r["model"]["architecture"].get<std::string>() << " (" 
+            << r["model"]["model_type"].get<std::string>() << ")\n\n";
+  gpumem::cli::table groups({"group", "parameters"});
+  groups.row({"token embedding", count_text(g["embedding"]["token"])});
+  groups.row({"position embedding", count_text(g["embedding"]["position"])});
+  groups.row({"attention", count_text(g["attention"])});
+  groups.row({"mlp (dense)", count_text(g["mlp"]["dense"])});
+  groups.row({"mlp router", count_text(g["mlp"]["router"])});
+  groups.row({"mlp routed experts", count_text(g["mlp"]["routed_experts"])});
+  groups.row({"mlp shared experts", count_text(g["mlp"]["shared_experts"])});
+  groups.row({"norms", count_text(g["norm"])});
+  groups.row({"projections", count_text(g["projection"])});
+  groups.row({std::string("lm head") + (r["model"]["tied_embeddings"].get<bool>() ? " (tied)" : ""),
+              count_text(g["lm_head"])});
+  groups.row({"task head", count_text(g["task_head"])});
+  groups.row({"total", count_text(r["total_params"])});
+  groups.row({"active per token", count_text(r["active_params"])});
+  std::cout << groups.render() << "\n";
+  gpumem::cli::table blocks({"blocks", "stack", "attention", "mlp", "norms", "per block"});
+  for (const auto& b : r["blocks"]) {
+    blocks.row({std::to_string(b["first"].get<int>()) + "-" + std::to_string(b["last"].get<int>()),
+                std::string(b["stack"]) + (b["moe"].get<bool>() ? " (MoE)" : ""),
+                count_text(b["attention"]), count_text(b["mlp"]), count_text(b["norm"]),
+                count_text(b["total"])});
+  }
+  std::cout << blocks.render();
+  return 0;
+}
+
+int run_command(const arguments& args) {
+  auto it = args.options.find("request");
+  if (it == args.options.end()) return fail("run needs --request FILE (or - for stdin)");
+  std::string text;
+  if (!read_text(it->second, text)) return fail("cannot read " + it->second);
+  const std::string response = gpumem::handle_request(text);
+  std::cout << response << "\n";
+  const json parsed = json::parse(response, nullptr, false);
+  return parsed.value("ok", false) ? 0 : bad_input;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  arguments args;
+  std::string problem;
+  if (!parse_arguments(argc, argv, args, problem)) return fail(problem + "\n" + usage);
+  if (args.command.empty() || args.command == "help") {
+    std::cout << usage;
+    return args.command.empty() ? bad_input : 0;
+  }
+  if (args.command == "version") {
+    std::cout << "gpumem " << GPUMEM_VERSION << " (api_version " << gpumem::api_version << ")\n";
+    return 0;
+  }
+  if (args.command == "models") return models_command(args);
+  if (args.command == "gpus") return gpus_command(args);
+  if (args.command == "params") return params_command(args);
+  if (args.command == "run") return run_command(args);
+  return fail("unknown command '" + args.command + "'\n" + usage);
+}

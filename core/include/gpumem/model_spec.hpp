@@ -1,0 +1,112 @@
+#pragma once
+// A model's architecture as the memory model needs it: the dimensions that size activations,
+// and every parameter tensor in the order the Hugging Face modeling code registers it (the order
+// `model.named_parameters()` yields, which Colossal-AI Gemini's chunking and LLMem's
+// per-tensor rounding depend on). Built from a config.json by config_parser.hpp.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpumem {
+
+// What a tensor is for; the parameter breakdown groups tensors by this.
+enum class tensor_role {
+  token_embedding,     // vocabulary embedding (and BERT's token-type table)
+  position_embedding,  // learned absolute positions
+  attention,           // q/k/v/o, MLA low-rank projections, biases, T5 relative-position bias
+  mlp,                 // dense feed-forward
+  router,              // MoE gate
+  routed_experts,      // MoE experts (all of them; `experts` on the tensor)
+  shared_experts,      // MoE always-active experts and their gate
+  norm,                // LayerNorm / RMSNorm weights and biases
+  projection,          // OPT-350m project_in / project_out
+  lm_head,             // untied output projection and its bias
+  task_head,           // BERT pooler, MLM transform, classifiers
+};
+
+// The torch module class kind that owns the tensor. LLMem selects parameters by class name
+// ("Linear" exactly, or containing "Embedding"), so GPT-2's Conv1D must be told apart.
+enum class module_kind { embedding, linear, conv1d, norm, parameter };
+
+struct tensor_spec {
+  std::string name;                // full Hugging Face parameter name, e.g. model.layers.0.mlp.up_proj.weight
+  tensor_role role;
+  module_kind module;
+  std::vector<std::uint64_t> shape;  // as torch reports it ([out, in] for Linear, [in, out] for Conv1D)
+  int layer = -1;  // index into model_spec::layers (encoder blocks first), -1 outside blocks
+  bool is_bias = false;
+
+  std::uint64_t numel() const {
+    std::uint64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+enum class norm_kind { layer_norm, rms_norm };
+enum class attention_pattern { global, sliding };
+enum class stack_kind { decoder, encoder };
+
+// Per block: what kind of attention and feed-forward it holds.
+struct layer_spec {
+  stack_kind stack = stack_kind::decoder;
+  int index = 0;  // within its stack
+  attention_pattern attention = attention_pattern::global;
+  std::uint64_t sliding_window_tokens = 0;  // 0 = full attention
+  bool cross_attention = false;             // T5 decoder blocks
+  bool moe = false;                         // routed experts in this block
+  std::uint64_t mlp_intermediate = 0;       // dense MLP width (0 in MoE blocks without one)
+};
+
+struct moe_spec {
+  std::uint64_t num_experts = 0;          // routed experts per MoE block
+  std::uint64_t experts_per_token = 0;    // top-k
+  std::uint64_t expert_intermediate = 0;  // width of one routed expert
+  std::uint64_t shared_intermediate = 0;  // total width of the shared expert(s), 0 if none
+};
+
+// Multi-head latent attention (DeepSeek-V2/V3): low-rank q and compressed kv.
+struct mla_spec {
+  std::uint64_t q_lora_rank = 0;  // 0: full-rank q_proj
+  std::uint64_t kv_lora_rank = 0;
+  std::uint64_t qk_nope_head_dim = 0;
+  std::uint64_t qk_rope_head_dim = 0;
+  std::uint64_t v_head_dim = 0;
+};
+
+struct model_spec {
+  std::string model_type;       // config.json model_type
+  std::string architecture;     // transformers class counted, e.g. LlamaForCausalLM
+  bool encoder_decoder = false;
+  bool causal = true;           // false for encoders (BERT)
+
+  std::uint64_t vocab_size = 0;
+  std::uint64_t hidden_size = 0;
+  std::uint64_t embedding_dim = 0;  // token-embedding width (OPT-350m: word_embed_proj_dim)
+  std::uint64_t num_layers = 0;     // blocks in all stacks
+  std::uint64_t num_heads = 0;
+  std::uint64_t num_kv_heads = 0;
+  std::uint64_t head_dim = 0;       // q/k head width
+  std::uint64_t v_head_dim = 0;
+  std::uint64_t intermediate_size = 0;  // dense MLP width
+  std::uint64_t max_positions = 0;      // 0 when the config gives none
+  bool gated_mlp = false;               // SwiGLU / GeGLU: three projections
+  bool parallel_block = false;          // attention and MLP read the same input (GPT-J, Falcon, Phi)
+  norm_kind norm = norm_kind::layer_norm;
+  std::string activation;
+  bool tied_embeddings = false;
+  bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
+  double attention_dropout = 0.0;
+  double hidden_dropout = 0.0;
+
+  moe_spec moe;
+  bool mla = false;
+  mla_spec mla_dims;
+
+  std::vector<layer_spec> layers;
+  std::vector<tensor_spec> tensors;  // registration order
+  std::vector<std::string> warnings;  // how ambiguous or unknown input was read
+};
+
+}  // namespace gpumem

@@ -1,0 +1,40 @@
+#pragma once
+// The presets that ship inside the core: model config.json files (presets/models/) and the GPU
+// table (presets/gpus.json), embedded at build time by cmake/embed_presets.cmake.
+
+#include <cstddef>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "gpumem/result.hpp"
+
+namespace gpumem {
+
+struct embedded_file {
+  const char* name;
+  const char* text;
+};
+
+struct embedded_files {
+  const embedded_file* data;
+  std::size_t size;
+  const embedded_file* begin() const { return data; }
+  const embedded_file* end() const { return data + size; }
+};
+
+// Defined in the generated presets_data.cpp.
+embedded_files embedded_model_presets();
+const char* embedded_gpu_presets();
+
+// A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf): the preset file's object
+// with `id`, `family`, `config`, `published_params`, `source`, `notes`.
+result<nlohmann::json> find_model_preset(const std::string& id, const std::string& field);
+
+// Every model preset, in file-name order.
+nlohmann::json all_model_presets();
+
+// presets/gpus.json as an object with `gpus`.
+nlohmann::ordered_json gpu_presets();
+
+}  // namespace gpumem

@@ -1,0 +1,199 @@
+// Encoders (BERT with its task heads) and encoder-decoders (T5, mT5), after modeling_bert.py and
+// modeling_t5.py / modeling_mt5.py; checked against tests/golden/hf_param_counts.json.
+
+#include <array>
+
+#include "architectures.hpp"
+#include "tensor_builder.hpp"
+
+namespace gpumem {
+
+namespace {
+
+constexpr auto attn = tensor_role::attention;
+constexpr auto mlp = tensor_role::mlp;
+
+struct bert_head {
+  const char* name;     // request value
+  const char* cls;      // transformers class
+  bool pooler;          // BertModel(add_pooling_layer=...)
+};
+
+// The heads users fine-tune or serve; `base` is the bare BertModel (with its pooler).
+constexpr std::array<bert_head, 6> bert_heads{{
+    {"base", "BertModel", true},
+    {"masked_lm", "BertForMaskedLM", false},
+    {"pretraining", "BertForPreTraining", true},
+    {"sequence_classification", "BertForSequenceClassification", true},
+    {"token_classification", "BertForTokenClassification", false},
+    {"question_answering", "BertForQuestionAnswering", false},
+}};
+
+}  // namespace
+
+bool is_task_head(const std::string& name) {
+  for (const auto& head : bert_heads) {
+    if (name == head.name) return true;
+  }
+  return false;
+}
+
+namespace {
+
+const bert_head* find_head(const std::string& name_or_class) {
+  for (const auto& head : bert_heads) {
+    if (name_or_class == head.name || name_or_class == head.cls) return &head;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void build_bert(config_reader& cfg, model_spec& spec, const model_options& options) {
+  spec.causal = false;
+  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
+  spec.embedding_dim = spec.hidden_size;
+  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
+  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
+  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
+  read_heads(cfg, spec, {"num_attention_heads"}, {"num_attention_heads"});
+  spec.max_positions = cfg.optional({"max_position_embeddings"}, 512, max_positions);
+  const auto token_types = cfg.optional({"type_vocab_size"}, 2, max_vocab, 0);
+  spec.activation = cfg.text("hidden_act", "gelu");
+  spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"});
+  spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"});
+  spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
+  add_uniform_layers(spec, stack_kind::encoder, layers);
+
+  // The head: the request's (checked by the API), else the config's first architecture when it
+  // names one, else masked LM (the pre-training objective every BERT checkpoint ships with).
+  const auto archs = cfg.text_list("architectures");
+  const bert_head* head = find_head(options.task_head);
+  if (head == nullptr && !archs.empty()) head = find_head(archs.front());
+  if (head == nullptr) head = find_head("masked_lm");
+  spec.architecture = head->cls;
+  std::uint64_t labels = options.num_labels;
+  if (labels == 0) labels = cfg.optional({"num_labels"}, 2, max_vocab);
+
+  const auto h = spec.hidden_size;
+  const std::string base = head->name == std::string("base") ? "" : "bert.";
+  tensor_builder add(spec);
+  add.scope(base + "embeddings.");
+  add.embedding("word_embeddings", spec.vocab_size, h, tensor_role::token_embedding);
+  add.embedding("position_embeddings", spec.max_positions, h, tensor_role::position_embedding);
+  add.embedding("token_type_embeddings", token_types, h, tensor_role::token_embedding);
+  add.layer_norm("LayerNorm", h);
+  for (std::uint64_t i = 0; i < layers; ++i) {
+    add.scope(base + "encoder.layer." + std::to_string(i) + ".", static_cast<int>(i));
+    add.linear("attention.self.query", h, h, true, attn);
+    add.linear("attention.self.key", h, h, true, attn);
+    add.linear("attention.self.value", h, h, true, attn);
+    add.linear("attention.output.dense", h, h, true, attn);
+    add.layer_norm("attention.output.LayerNorm", h);
+    add.linear("intermediate.dense", h, spec.intermediate_size, true, mlp);
+    add.linear("output.dense", spec.intermediate_size, h, true, mlp);
+    add.layer_norm("output.LayerNorm", h);
+  }
+  const auto task = tensor_role::task_head;
+  if (head->pooler) {
+    add.scope(base + "pooler.");
+    add.linear("dense", h, h, true, task);
+  }
+  add.scope("");
+  const std::string name = head->name;
+  if (name == "masked_lm" || name == "pretraining") {
+    // BertLMPredictionHead: transform (dense + LayerNorm), decoder tied to the word embeddings
+    // with its own bias, registered first as cls.predictions.bias.
+    add.parameter("cls.predictions.bias", {spec.vocab_size}, task, true);
+    add.linear("cls.predictions.transform.dense", h, h, true, task);
+    add.layer_norm("cls.predictions.transform.LayerNorm", h);
+    if (!spec.tied_embeddings) add.linear("cls.predictions.decoder", h, spec.vocab_size, false, task);
+    if (name == "pretraining") add.linear("cls.seq_relationship", h, 2, true, task);
+  } else if (name == "sequence_classification" || name == "token_classification") {
+    add.linear("classifier", h, labels, true, task);
+  } else if (name == "question_answering") {
+    add.linear("qa_outputs", h, 2, true, task);  // start and end logits
+  }
+  // Only the MLM heads project back to the vocabulary.
+  if (name != "masked_lm" && name != "pretraining") spec.tied_embeddings = false;
+}
+
+void build_t5(config_reader& cfg, model_spec& spec) {
+  spec.architecture = spec.model_type == "mt5" ? "MT5ForConditionalGeneration"
+                                               : "T5ForConditionalGeneration";
+  spec.encoder_decoder = true;
+  spec.hidden_size = cfg.required({"d_model"}, max_width);
+  spec.embedding_dim = spec.hidden_size;
+  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
+  spec.intermediate_size = cfg.required({"d_ff"}, max_width);
+  spec.num_heads = cfg.required({"num_heads"}, max_heads);
+  spec.num_kv_heads = spec.num_heads;
+  spec.head_dim = cfg.required({"d_kv"}, max_width);  // T5 heads need not divide d_model
+  spec.v_head_dim = spec.head_dim;
+  const auto encoder_layers = cfg.required({"num_layers"}, max_layers);
+  const auto decoder_layers = cfg.optional({"num_decoder_layers"}, encoder_layers, max_layers);
+  const auto buckets = cfg.optional({"relative_attention_num_buckets"}, 32, max_positions);
+  const std::string ff = cfg.text("feed_forward_proj", "relu");
+  spec.gated_mlp = ff.rfind("gated-", 0) == 0;  // T5Config: "gated-gelu" -> wi_0, wi_1
+  spec.activation = spec.gated_mlp ? ff.substr(6) : ff;
+  spec.norm = norm_kind::rms_norm;  // T5LayerNorm: scale only, no mean subtraction
+  // T5Config defaults to tied embeddings, MT5Config to untied.
+  spec.tied_embeddings = cfg.flag("tie_word_embeddings", spec.model_type != "mt5");
+  spec.hidden_dropout = cfg.fraction({"dropout_rate"});
+  spec.attention_dropout = spec.hidden_dropout;
+  add_uniform_layers(spec, stack_kind::encoder, encoder_layers);
+  for (std::uint64_t i = 0; i < decoder_layers; ++i) {
+    layer_spec layer;
+    layer.stack = stack_kind::decoder;
+    layer.index = static_cast<int>(i);
+    layer.cross_attention = true;
+    layer.mlp_intermediate = spec.intermediate_size;
+    spec.layers.push_back(layer);
+  }
+  spec.num_layers = spec.layers.size();
+
+  const auto d = spec.hidden_size;
+  const auto inner = spec.num_heads * spec.head_dim;
+  tensor_builder add(spec);
+  auto attention = [&](const std::string& name, bool relative_bias) {
+    add.linear(name + ".q", d, inner, false, attn);
+    add.linear(name + ".k", d, inner, false, attn);
+    add.linear(name + ".v", d, inner, false, attn);
+    add.linear(name + ".o", inner, d, false, attn);
+    // Only the first block of each stack owns the relative-position bias table.
+    if (relative_bias) add.embedding(name + ".relative_attention_bias", buckets, spec.num_heads, attn);
+  };
+  auto feed_forward = [&](const std::string& name) {
+    if (spec.gated_mlp) {
+      add.linear(name + ".wi_0", d, spec.intermediate_size, false, mlp);
+      add.linear(name + ".wi_1", d, spec.intermediate_size, false, mlp);
+    } else {
+      add.linear(name + ".wi", d, spec.intermediate_size, false, mlp);
+    }
+    add.linear(name + ".wo", spec.intermediate_size, d, false, mlp);
+  };
+  add.scope("");
+  add.embedding("shared", spec.vocab_size, d, tensor_role::token_embedding);
+  for (const char* stack : {"encoder", "decoder"}) {
+    const bool decoder = stack == std::string("decoder");
+    const auto count = decoder ? decoder_layers : encoder_layers;
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const auto block = decoder ? encoder_layers + i : i;  // index into spec.layers
+      add.scope(std::string(stack) + ".block." + std::to_string(i) + ".", static_cast<int>(block));
+      attention("layer.0.SelfAttention", i == 0);
+      add.rms_norm("layer.0.layer_norm", d);
+      if (decoder) {
+        attention("layer.1.EncDecAttention", false);
+        add.rms_norm("layer.1.layer_norm", d);
+      }
+      const std::string ff_layer = decoder ? "layer.2." : "layer.1.";
+      feed_forward(ff_layer + "DenseReluDense");
+      add.rms_norm(ff_layer + "layer_norm", d);
+    }
+    add.scope(std::string(stack) + ".");
+    add.rms_norm("final_layer_norm", d);
+  }
+  add_lm_head(add, spec, "lm_head", false);
+}
+
+}  // namespace gpumem

@@ -1,0 +1,247 @@
+// Llama-like decoders: RMSNorm, gated MLP, grouped-query attention, with the variants of
+// Mistral, Qwen2, Gemma/Gemma2, Phi-3 (fused projections), Mixtral and Qwen2-MoE (routed experts),
+// and DeepSeek-V3 (multi-head latent attention, shared experts, dense first layers). Names,
+// shapes and order follow transformers 5 (fused `experts.gate_up_proj` / `experts.down_proj`),
+// checked against tests/golden/hf_param_counts.json. Unknown model types with the standard
+// Llama keys are read the same way, with a warning.
+
+#include <algorithm>
+#include <utility>
+
+#include "architectures.hpp"
+#include "tensor_builder.hpp"
+
+namespace gpumem {
+
+namespace {
+
+constexpr auto attn = tensor_role::attention;
+
+// What distinguishes the members of the family, decided from model_type.
+struct variant {
+  bool qkv_bias = false;    // Qwen2 / Qwen2-MoE hard-code bias on q, k, v
+  bool o_bias = false;
+  bool mlp_bias = false;
+  bool fused = false;       // Phi-3: o_proj, qkv_proj; gate_up_proj, down_proj
+  bool sandwich_norms = false;  // Gemma2: pre/post feed-forward norms
+  bool tie_default = false;
+  enum class moe_layout { none, mixtral, qwen2, deepseek } moe = moe_layout::none;
+  const char* architecture = "LlamaForCausalLM";
+};
+
+// The transformers causal-LM class of each member.
+const char* class_for(const std::string& type) {
+  static const std::pair<const char*, const char*> classes[] = {
+      {"mistral", "MistralForCausalLM"}, {"mixtral", "MixtralForCausalLM"},
+      {"qwen2", "Qwen2ForCausalLM"},     {"qwen2_moe", "Qwen2MoeForCausalLM"},
+      {"gemma", "GemmaForCausalLM"},     {"gemma2", "Gemma2ForCausalLM"},
+      {"phi3", "Phi3ForCausalLM"},       {"deepseek_v3", "DeepseekV3ForCausalLM"}};
+  for (const auto& [name, cls] : classes) {
+    if (type == name) return cls;
+  }
+  return "LlamaForCausalLM";
+}
+
+variant variant_for(const std::string& type, config_reader& cfg) {
+  variant v;
+  if (type == "qwen2" || type == "qwen2_moe") {
+    v.qkv_bias = true;
+  } else {
+    // LlamaConfig / MistralConfig / DeepseekV3Config: attention_bias covers q, k, v and o.
+    v.qkv_bias = v.o_bias = cfg.flag("attention_bias", false);
+  }
+  v.mlp_bias = cfg.flag("mlp_bias", false);
+  v.fused = type == "phi3";
+  v.sandwich_norms = type == "gemma2";
+  v.tie_default = type == "gemma" || type == "gemma2";  // GemmaConfig defaults to tied embeddings
+  if (type == "mixtral") v.moe = variant::moe_layout::mixtral;
+  if (type == "qwen2_moe") v.moe = variant::moe_layout::qwen2;
+  if (type == "deepseek_v3") v.moe = variant::moe_layout::deepseek;
+  v.architecture = class_for(type);
+  return v;
+}
+
+void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
+  using layout = variant::moe_layout;
+  const auto layers = spec.layers.size();
+  if (v.moe == layout::mixtral) {
+    spec.moe.num_experts = cfg.required({"num_local_experts"}, max_experts);
+    spec.moe.expert_intermediate = spec.intermediate_size;
+    for (auto& layer : spec.layers) layer.moe = true;
+  } else if (v.moe == layout::qwen2) {
+    spec.moe.num_experts = cfg.optional({"num_experts"}, 60, max_experts, 0);
+    spec.moe.expert_intermediate = cfg.required({"moe_intermediate_size"}, max_width);
+    spec.moe.shared_intermediate = cfg.optional({"shared_expert_intermediate_size"}, 0, max_width, 0);
+    // Qwen2MoeDecoderLayer: sparse unless listed in mlp_only_layers, every decoder_sparse_step-th.
+    const auto step = cfg.optional({"decoder_sparse_step"}, 1, max_layers);
+    const auto dense = cfg.index_list("mlp_only_layers", max_layers);
+    for (std::size_t i = 0; i < layers; ++i) {
+      const bool listed = std::find(dense.begin(), dense.end(), i) != dense.end();
+      spec.layers[i].moe = !listed && spec.moe.num_experts > 0 && (i + 1) % step == 0;
+    }
+  } else if (v.moe == layout::deepseek) {
+    spec.moe.num_experts = cfg.required({"n_routed_experts"}, max_experts);
+    spec.moe.expert_intermediate = cfg.required({"moe_intermediate_size"}, max_width);
+    spec.moe.shared_intermediate =
+        spec.moe.expert_intermediate * cfg.optional({"n_shared_experts"}, 0, max_experts, 0);
+    // DeepseekV3DecoderLayer: MoE from first_k_dense_replace on, every moe_layer_freq-th layer.
+    const auto first = cfg.optional({"first_k_dense_replace"}, 0, max_layers, 0);
+    const auto every = cfg.optional({"moe_layer_freq"}, 1, max_layers);
+    for (std::size_t i = 0; i < layers; ++i) spec.layers[i].moe = i >= first && i % every == 0;
+  }
+  if (v.moe != layout::none) {
+    spec.moe.experts_per_token = cfg.required({"num_experts_per_tok"}, max_experts);
+    if (spec.moe.experts_per_token > std::max<std::uint64_t>(spec.moe.num_experts, 1)) {
+      cfg.fail("config.invalid_value", "num_experts_per_tok",
+               "[" + cfg.field("num_experts_per_tok") + "] must be at most the " +
+                   std::to_string(spec.moe.num_experts) + " experts, got " +
+                   std::to_string(spec.moe.experts_per_token));
+    }
+  }
+  for (auto& layer : spec.layers) layer.mlp_intermediate = layer.moe ? 0 : spec.intermediate_size;
+}
+
+void read_mla(config_reader& cfg, model_spec& spec) {
+  spec.mla = true;
+  spec.mla_dims.q_lora_rank = cfg.optional({"q_lora_rank"}, 0, max_width, 0);
+  spec.mla_dims.kv_lora_rank = cfg.required({"kv_lora_rank"}, max_width);
+  spec.mla_dims.qk_nope_head_dim = cfg.required({"qk_nope_head_dim"}, max_width);
+  spec.mla_dims.qk_rope_head_dim = cfg.required({"qk_rope_head_dim"}, max_width);
+  spec.mla_dims.v_head_dim = cfg.required({"v_head_dim"}, max_width);
+  spec.head_dim = spec.mla_dims.qk_nope_head_dim + spec.mla_dims.qk_rope_head_dim;
+  spec.v_head_dim = spec.mla_dims.v_head_dim;
+}
+
+void attention_block(tensor_builder& add, const model_spec& spec, const variant& v) {
+  const auto h = spec.hidden_size;
+  const auto q = spec.num_heads * spec.head_dim;
+  const auto kv = spec.num_kv_heads * spec.head_dim;
+  if (spec.mla) {
+    // DeepseekV3Attention: q through a low-rank bottleneck with its RMSNorm (or full-rank), k/v
+    // from one compressed latent plus a shared rotary key, expanded per head by kv_b_proj.
+    const auto& m = spec.mla_dims;
+    if (m.q_lora_rank == 0) {
+      add.linear("self_attn.q_proj", h, q, false, attn);
+    } else {
+      add.linear("self_attn.q_a_proj", h, m.q_lora_rank, v.qkv_bias, attn);
+      add.rms_norm("self_attn.q_a_layernorm", m.q_lora_rank);
+      add.linear("self_attn.q_b_proj", m.q_lora_rank, q, false, attn);
+    }
+    add.linear("self_attn.kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, v.qkv_bias, attn);
+    add.rms_norm("self_attn.kv_a_layernorm", m.kv_lora_rank);
+    add.linear("self_attn.kv_b_proj", m.kv_lora_rank,
+               spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), false, attn);
+    add.linear("self_attn.o_proj", spec.num_heads * m.v_head_dim, h, v.o_bias, attn);
+  } else if (v.fused) {
+    add.linear("self_attn.o_proj", q, h, v.o_bias, attn);
+    add.linear("self_attn.qkv_proj", h, q + 2 * kv, v.qkv_bias, attn);
+  } else {
+    add.linear("self_attn.q_proj", h, q, v.qkv_bias, attn);
+    add.linear("self_attn.k_proj", h, kv, v.qkv_bias, attn);
+    add.linear("self_attn.v_proj", h, kv, v.qkv_bias, attn);
+    add.linear("self_attn.o_proj", q, h, v.o_bias, attn);
+  }
+}
+
+void gated_mlp(tensor_builder& add, const std::string& prefix, std::uint64_t h, std::uint64_t width,
+               bool bias, bool fused, tensor_role role) {
+  if (fused) {
+    add.linear(prefix + "gate_up_proj", h, 2 * width, bias, role);
+  } else {
+    add.linear(prefix + "gate_proj", h, width, bias, role);
+    add.linear(prefix + "up_proj", h, width, bias, role);
+  }
+  add.linear(prefix + "down_proj", width, h, bias, role);
+}
+
+void mlp_block(tensor_builder& add, const model_spec& spec, const layer_spec& layer, const variant& v) {
+  using layout = variant::moe_layout;
+  const auto h = spec.hidden_size;
+  if (!layer.moe) {
+    gated_mlp(add, "mlp.", h, spec.intermediate_size, v.mlp_bias, v.fused, tensor_role::mlp);
+    return;
+  }
+  const auto e = spec.moe.num_experts;
+  const auto width = spec.moe.expert_intermediate;
+  auto experts = [&] {
+    add.parameter("mlp.experts.gate_up_proj", {e, 2 * width, h}, tensor_role::routed_experts);
+    add.parameter("mlp.experts.down_proj", {e, h, width}, tensor_role::routed_experts);
+  };
+  auto router = [&] { add.linear("mlp.gate", h, e, false, tensor_role::router); };
+  if (v.moe == layout::deepseek) {
+    // DeepseekV3MoE registers the experts first; the router's e_score_correction_bias is a
+    // buffer in transformers, not a parameter.
+    experts();
+    router();
+    if (spec.moe.shared_intermediate > 0) {
+      gated_mlp(add, "mlp.shared_experts.", h, spec.moe.shared_intermediate, false, false,
+                tensor_role::shared_experts);
+    }
+    return;
+  }
+  router();
+  experts();
+  if (v.moe == layout::qwen2 && spec.moe.shared_intermediate > 0) {
+    gated_mlp(add, "mlp.shared_expert.", h, spec.moe.shared_intermediate, false, false,
+              tensor_role::shared_experts);
+    add.linear("mlp.shared_expert_gate", h, 1, false, tensor_role::shared_experts);
+  }
+}
+
+}  // namespace
+
+void build_llama_like(config_reader& cfg, model_spec& spec) {
+  const variant v = variant_for(spec.model_type, cfg);
+  spec.architecture = v.architecture;
+  spec.norm = norm_kind::rms_norm;
+  spec.gated_mlp = true;
+  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
+  spec.embedding_dim = spec.hidden_size;
+  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
+  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
+  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
+  read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
+  spec.max_positions = cfg.optional({"max_position_embeddings"}, 0, max_positions, 0);
+  spec.tied_embeddings = cfg.flag("tie_word_embeddings", v.tie_default);
+  spec.activation = cfg.text("hidden_activation", cfg.text("hidden_act", "silu"));
+  spec.attention_dropout = cfg.fraction({"attention_dropout"});
+  spec.hidden_dropout = cfg.fraction({"resid_pdrop", "hidden_dropout"});
+  add_uniform_layers(spec, stack_kind::decoder, layers);
+  read_moe(cfg, spec, v);
+  if (spec.model_type == "deepseek_v3") read_mla(cfg, spec);
+
+  // Sliding windows: Mistral/Phi-3 on every layer when set; Gemma2 on even layers
+  // (Gemma2DecoderLayer: is_sliding = not layer_idx % 2); Qwen2 only with use_sliding_window.
+  const auto window = cfg.optional({"sliding_window"}, 0, max_positions, 0);
+  const bool windowed = spec.model_type == "qwen2" || spec.model_type == "qwen2_moe"
+                            ? cfg.flag("use_sliding_window", false)
+                            : spec.model_type != "gemma" && spec.model_type != "llama";
+  for (auto& layer : spec.layers) {
+    const bool sliding = windowed && window > 0 &&
+                         (spec.model_type != "gemma2" || layer.index % 2 == 0);
+    if (sliding) {
+      layer.attention = attention_pattern::sliding;
+      layer.sliding_window_tokens = window;
+    }
+  }
+
+  tensor_builder add(spec);
+  add.scope("model.");
+  add.embedding("embed_tokens", spec.vocab_size, spec.hidden_size, tensor_role::token_embedding);
+  for (const auto& layer : spec.layers) {
+    add.scope("model.layers." + std::to_string(layer.index) + ".", layer.index);
+    attention_block(add, spec, v);
+    mlp_block(add, spec, layer, v);
+    add.rms_norm("input_layernorm", spec.hidden_size);
+    add.rms_norm("post_attention_layernorm", spec.hidden_size);
+    if (v.sandwich_norms) {
+      add.rms_norm("pre_feedforward_layernorm", spec.hidden_size);
+      add.rms_norm("post_feedforward_layernorm", spec.hidden_size);
+    }
+  }
+  add.scope("model.");
+  add.rms_norm("norm", spec.hidden_size);
+  add_lm_head(add, spec, "lm_head", false);
+}
+
+}  // namespace gpumem

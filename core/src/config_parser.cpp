@@ -1,0 +1,106 @@
+#include "gpumem/config_parser.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "architectures.hpp"
+#include "config_reader.hpp"
+
+namespace gpumem {
+
+namespace {
+
+using builder = void (*)(config_reader&, model_spec&);
+
+struct family {
+  const char* model_type;
+  builder build;
+};
+
+constexpr family families[] = {
+    {"opt", build_opt},
+    {"bloom", build_bloom},
+    {"codegen", build_codegen},
+    {"gpt_neo", build_gpt_neo},
+    {"biogpt", build_biogpt},
+    {"gpt_bigcode", build_gpt_bigcode},
+    {"gpt2", build_gpt2},
+    {"gpt_neox", build_gpt_neox},
+    {"gptj", build_gptj},
+    {"llama", build_llama_like},
+    {"mistral", build_llama_like},
+    {"mixtral", build_llama_like},
+    {"qwen2", build_llama_like},
+    {"qwen2_moe", build_llama_like},
+    {"gemma", build_llama_like},
+    {"gemma2", build_llama_like},
+    {"phi", build_phi},
+    {"phi3", build_llama_like},
+    {"falcon", build_falcon},
+    {"deepseek_v3", build_llama_like},
+    {"bert", nullptr},  // needs the task head: build_bert
+    {"t5", build_t5},
+    {"mt5", build_t5},
+};
+
+// The keys a config needs for the Llama-like reading of an unknown model_type.
+constexpr const char* standard_keys[] = {"hidden_size", "num_hidden_layers", "num_attention_heads",
+                                         "intermediate_size", "vocab_size"};
+
+}  // namespace
+
+const std::vector<std::string>& supported_model_types() {
+  static const std::vector<std::string> types = [] {
+    std::vector<std::string> out;
+    for (const auto& f : families) out.emplace_back(f.model_type);
+    return out;
+  }();
+  return types;
+}
+
+result<model_spec> parse_model_config(const nlohmann::json& config, const model_options& options,
+                                      const std::string& field) {
+  if (!config.is_object()) {
+    return error{"config.not_an_object", field,
+                 "[" + field + "] must be a config.json object, got " +
+                     std::string(config.type_name())};
+  }
+  config_reader cfg(config, field);
+  model_spec spec;
+  spec.model_type = cfg.text("model_type", "");
+
+  const family* known = nullptr;
+  for (const auto& f : families) {
+    if (spec.model_type == f.model_type) known = &f;
+  }
+  if (known == nullptr) {
+    std::string missing;
+    for (const char* key : standard_keys) {
+      if (!cfg.has(key)) missing += (missing.empty() ? "" : ", ") + std::string(key);
+    }
+    const std::string shown = spec.model_type.empty() ? "(none)" : "'" + spec.model_type + "'";
+    if (!missing.empty()) {
+      return error{"config.unsupported_model_type", field + ".model_type",
+                   "[" + field + ".model_type] " + shown +
+                       " is not a supported model type, and the config lacks " + missing +
+                       " needed to read it as a Llama-like decoder"};
+    }
+    spec.warnings.push_back("model_type " + shown +
+                            " is not one gpumem knows; it was read as a Llama-like decoder "
+                            "(RMSNorm, gated MLP, no biases) from its standard keys");
+  }
+
+  if (known != nullptr && known->build == nullptr) {
+    build_bert(cfg, spec, options);
+  } else if (known != nullptr) {
+    known->build(cfg, spec);
+  } else {
+    build_llama_like(cfg, spec);
+    spec.architecture = "LlamaForCausalLM (fallback)";
+  }
+  if (auto problem = cfg.problem(spec.model_type.empty() ? "(none)" : spec.model_type)) {
+    return *problem;
+  }
+  return spec;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,223 @@
+#include "gpumem/json_api.hpp"
+
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "gpumem/config_parser.hpp"
+#include "gpumem/param_count.hpp"
+#include "gpumem/preset_catalog.hpp"
+#include "model_json.hpp"
+
+namespace gpumem {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+// Records nlohmann's own description of a syntax error (line, column, what was expected)
+// without exceptions: the SAX interface hands the error over as an argument.
+struct syntax_error_reader : nlohmann::json_sax<json> {
+  std::string message;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    message = e.what();
+    return false;
+  }
+};
+
+std::string respond_error(const error& e) {
+  ordered_json out;
+  out["api_version"] = api_version;
+  out["ok"] = false;
+  out["error"] = {{"code", e.code}, {"field", e.field}, {"message", e.message}};
+  return out.dump();
+}
+
+std::string respond(const std::string& command, ordered_json result, const ordered_json& warnings) {
+  ordered_json out;
+  out["api_version"] = api_version;
+  out["ok"] = true;
+  out["command"] = command;
+  out["result"] = std::move(result);
+  out["warnings"] = warnings.is_array() ? warnings : ordered_json::array();
+  return out.dump();
+}
+
+// Rejects fields the command does not know, so a typo is never silently ignored.
+std::optional<error> unknown_fields(const json& object, const std::string& where,
+                                    std::initializer_list<const char*> accepted) {
+  for (const auto& item : object.items()) {
+    bool known = false;
+    for (const char* name : accepted) known = known || item.key() == name;
+    if (!known) {
+      std::string list;
+      for (const char* name : accepted) list += (list.empty() ? "" : ", ") + std::string(name);
+      return error{"request.unknown_field", where + "." + item.key(),
+                   "[" + where + "." + item.key() + "] is not a field here; accepted: " + list};
+    }
+  }
+  return std::nullopt;
+}
+
+struct resolved_model {
+  model_spec spec;
+  ordered_json identity;  // id / name / source of the config
+};
+
+// `model`: a preset id, {"preset": id}, or {"config": {...}} with optional name, task_head
+// and num_labels.
+result<resolved_model> resolve_model(const json& request) {
+  if (!request.contains("model")) {
+    return error{"request.missing_field", "model",
+                 "[model] is required: a preset id such as \"meta-llama/Llama-2-7b-hf\", or "
+                 "{\"config\": {...config.json...}}"};
+  }
+  const json& model = request.at("model");
+  model_options options;
+  ordered_json identity;
+  json config;
+  std::string config_field = "model.config";
+  if (model.is_string() || (model.is_object() && model.contains("preset"))) {
+    const json& id = model.is_string() ? model : model.at("preset");
+    const std::string field = model.is_string() ? "model" : "model.preset";
+    if (!id.is_string()) {
+      return error{"request.invalid_type", field, "[" + field + "] must be a preset id string"};
+    }
+    auto preset = find_model_preset(id.get<std::string>(), field);
+    if (!preset.ok()) return preset.failure();
+    const json& found = preset.value();
+    for (const char* key : {"id", "family", "published_params", "source"}) {
+      identity[key] = ordered_json(found.at(key));
+    }
+    config = found.at("config");
+  } else if (model.is_object() && model.contains("config")) {
+    if (auto e = unknown_fields(model, "model", {"config", "name", "task_head", "num_labels"})) {
+      return *e;
+    }
+    config = model.at("config");
+    identity["name"] = model.value("name", "custom config.json");
+  } else {
+    return error{"request.invalid_type", "model",
+                 "[model] must be a preset id string, {\"preset\": id} or {\"config\": {...}}"};
+  }
+  if (model.is_object()) {
+    if (model.contains("task_head")) {
+      const json& head = model.at("task_head");
+      if (!head.is_string() || !is_task_head(head.get<std::string>())) {
+        return error{"request.invalid_value", "model.task_head",
+                     "[model.task_head] must be one of base, masked_lm, pretraining, "
+                     "sequence_classification, token_classification, question_answering; got " +
+                         head.dump()};
+      }
+      options.task_head = head.get<std::string>();
+    }
+    if (model.contains("num_labels")) {
+      const json& labels = model.at("num_labels");
+      if (!labels.is_number_integer() || labels.get<std::int64_t>() < 1 ||
+          labels.get<std::int64_t>() > 1000000) {
+        return error{"request.invalid_value", "model.num_labels",
+                     "[model.num_labels] must be an integer in 1..1000000, got " + labels.dump()};
+      }
+      options.num_labels = labels.get<std::uint64_t>();
+    }
+  }
+  auto spec = parse_model_config(config, options, config_field);
+  if (!spec.ok()) return spec.failure();
+  return resolved_model{std::move(spec.value()), std::move(identity)};
+}
+
+std::string params_command(const json& request) {
+  if (auto e = unknown_fields(request, "request", {"api_version", "command", "model"})) {
+    return respond_error(*e);
+  }
+  auto model = resolve_model(request);
+  if (!model.ok()) return respond_error(model.failure());
+  auto counts = count_params(model.value().spec);
+  if (!counts.ok()) return respond_error(counts.failure());
+  ordered_json result = params_json(model.value().spec, counts.value());
+  result["model"].insert(model.value().identity.begin(), model.value().identity.end());
+  return respond("params", std::move(result), ordered_json(model.value().spec.warnings));
+}
+
+std::string models_command(const json& request) {
+  if (auto e = unknown_fields(request, "request", {"api_version", "command"})) return respond_error(*e);
+  ordered_json list = ordered_json::array();
+  for (const auto& preset : all_model_presets()) {
+    auto spec = parse_model_config(preset.at("config"), {}, "preset " + preset.value("id", "") + " config");
+    if (!spec.ok()) return respond_error(spec.failure());
+    auto counts = count_params(spec.value());
+    if (!counts.ok()) return respond_error(counts.failure());
+    list.push_back({{"id", preset.value("id", "")},
+                    {"family", preset.value("family", "")},
+                    {"model_type", spec.value().model_type},
+                    {"architecture", spec.value().architecture},
+                    {"total_params", counts.value().total},
+                    {"active_params", counts.value().active},
+                    {"published_params", ordered_json(preset.at("published_params"))},
+                    {"verified", preset.value("verified", false)}});
+  }
+  return respond("models", {{"models", std::move(list)}}, ordered_json::array());
+}
+
+std::string gpus_command(const json& request) {
+  if (auto e = unknown_fields(request, "request", {"api_version", "command"})) return respond_error(*e);
+  return respond("gpus", gpu_presets(), ordered_json::array());
+}
+
+std::string version_command(const json& request) {
+  if (auto e = unknown_fields(request, "request", {"api_version", "command"})) return respond_error(*e);
+  ordered_json types = supported_model_types();
+  return respond("version",
+                 {{"api_version", api_version},
+                  {"commands", {"params", "models", "gpus", "version"}},
+                  {"model_types", types}},
+                 ordered_json::array());
+}
+
+}  // namespace
+
+std::string handle_request(const std::string& request_json) {
+  const json request = json::parse(request_json, nullptr, false);
+  if (request.is_discarded()) {
+    syntax_error_reader reader;
+    json::sax_parse(request_json, &reader);
+    return respond_error({"json.parse_error", "",
+                          "the request is not valid JSON: " +
+                              (reader.message.empty() ? std::string("unknown error") : reader.message)});
+  }
+  if (!request.is_object()) {
+    return respond_error({"request.invalid_type", "request",
+                          "[request] must be a JSON object, got " + std::string(request.type_name())});
+  }
+  if (request.contains("api_version") && request.at("api_version") != api_version) {
+    return respond_error({"request.unsupported_api_version", "api_version",
+                          "[api_version] must be 1, got " + request.at("api_version").dump()});
+  }
+  if (!request.contains("command") || !request.at("command").is_string()) {
+    return respond_error({"request.missing_field", "command",
+                          "[command] is required: one of params, models, gpus, version"});
+  }
+  const std::string command = request.at("command").get<std::string>();
+  if (command == "params") return params_command(request);
+  if (command == "models") return models_command(request);
+  if (command == "gpus") return gpus_command(request);
+  if (command == "version") return version_command(request);
+  return respond_error({"request.unknown_command", "command",
+                        "[command] must be one of params, models, gpus, version; got '" + command +
+                            "'"});
+}
+
+}  // namespace gpumem

@@ -1,0 +1,122 @@
+// The JSON API: commands, the response envelope, and a coded error for every kind of bad input.
+
+#include <doctest/doctest.h>
+
+#include "gpumem/json_api.hpp"
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+using nlohmann::json;
+using test::call;
+
+json params_request(const json& model) {
+  return {{"api_version", 1}, {"command", "params"}, {"model", model}};
+}
+
+void check_error(const json& response, const std::string& code, const std::string& field) {
+  REQUIRE(response.is_object());
+  CHECK(response.at("api_version") == 1);
+  CHECK(response.at("ok") == false);
+  CHECK(response.at("error").at("code") == code);
+  CHECK(response.at("error").at("field") == field);
+  CHECK_FALSE(response.at("error").at("message").get<std::string>().empty());
+}
+
+TEST_CASE("params for a preset: Llama-2-7b has 6,738,415,616 parameters") {
+  json r = call(params_request("meta-llama/Llama-2-7b-hf"));
+  REQUIRE(r.at("ok") == true);
+  CHECK(r.at("command") == "params");
+  const json& result = r.at("result");
+  CHECK(result.at("total_params") == 6738415616ULL);
+  CHECK(result.at("active_params") == 6738415616ULL);
+  CHECK(result.at("groups").at("embedding").at("token") == 32000ULL * 4096);
+  CHECK(result.at("groups").at("lm_head") == 32000ULL * 4096);
+  CHECK(result.at("model").at("id") == "meta-llama/Llama-2-7b-hf");
+  CHECK(result.at("model").at("num_layers") == 32);
+  CHECK(result.at("blocks").size() == 1);
+  CHECK(result.at("blocks")[0].at("count") == 32);
+  CHECK(r.at("warnings").empty());
+}
+
+TEST_CASE("params accepts {preset} and {config} forms alike") {
+  const json reference = test::read_json("../shared/reference/models.json");
+  json by_id = call(params_request({{"preset", "gpt2"}}));
+  json by_config = call(params_request({{"config", reference.at("gpt2").at("config")}}));
+  REQUIRE(by_id.at("ok") == true);
+  REQUIRE(by_config.at("ok") == true);
+  CHECK(by_id.at("result").at("total_params") == 124439808);
+  CHECK(by_config.at("result").at("total_params") == 124439808);
+}
+
+TEST_CASE("BERT task heads are chosen in the request") {
+  json r = call(params_request({{"preset", "bert-large-uncased"}, {"task_head", "sequence_classification"}, {"num_labels", 2}}));
+  REQUIRE(r.at("ok") == true);
+  CHECK(r.at("result").at("total_params") == 335143938);
+  r = call(params_request({{"preset", "bert-large-uncased"}, {"task_head", "poolerless"}}));
+  check_error(r, "request.invalid_value", "model.task_head");
+}
+
+TEST_CASE("models lists every preset with computed counts") {
+  json r = call({{"api_version", 1}, {"command", "models"}});
+  REQUIRE(r.at("ok") == true);
+  const json& models = r.at("result").at("models");
+  CHECK(models.size() == 42);
+  for (const auto& m : models) {
+    CHECK(m.at("total_params").get<std::uint64_t>() > 0);
+    if (!m.at("published_params").is_null()) CHECK(m.at("published_params") == m.at("total_params"));
+  }
+}
+
+TEST_CASE("gpus returns the preset table") {
+  json r = call({{"api_version", 1}, {"command", "gpus"}});
+  REQUIRE(r.at("ok") == true);
+  CHECK(r.at("result").at("gpus").size() >= 20);
+}
+
+TEST_CASE("malformed JSON says where") {
+  json r = json::parse(handle_request("{\"command\": \"params\","), nullptr, false);
+  check_error(r, "json.parse_error", "");
+  CHECK(r.at("error").at("message").get<std::string>().find("line 1") != std::string::npos);
+  check_error(json::parse(handle_request(""), nullptr, false), "json.parse_error", "");
+}
+
+TEST_CASE("envelope errors") {
+  check_error(call(json::array()), "request.invalid_type", "request");
+  check_error(call({{"api_version", 2}, {"command", "params"}}), "request.unsupported_api_version",
+              "api_version");
+  check_error(call({{"api_version", 1}}), "request.missing_field", "command");
+  check_error(call({{"api_version", 1}, {"command", "train"}}), "request.unknown_command", "command");
+  check_error(call({{"api_version", 1}, {"command", "params"}}), "request.missing_field", "model");
+  check_error(call({{"api_version", 1}, {"command", "params"}, {"model", "gpt2"}, {"modle", 1}}),
+              "request.unknown_field", "request.modle");
+  check_error(call(params_request(42)), "request.invalid_type", "model");
+  check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"nmae", "x"}})),
+              "request.unknown_field", "model.nmae");
+}
+
+TEST_CASE("model errors carry the config's codes") {
+  check_error(call(params_request("meta-llama/Llama-9-1b")), "model.unknown_preset", "model");
+  check_error(call(params_request({{"config", {{"model_type", "mamba"}}}})),
+              "config.unsupported_model_type", "model.config.model_type");
+  check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", -1}}}})),
+              "config.missing_keys", "model.config");
+  check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", -1}, {"n_layer", 12},
+                                                {"n_head", 12}, {"vocab_size", 50257}}}})),
+              "config.invalid_value", "model.config.n_embd");
+  check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", 768}, {"n_layer", 12},
+                                                {"n_head", 7}, {"vocab_size", 50257}}}})),
+              "config.inconsistent_heads", "model.config.n_head");
+  check_error(call(params_request({{"config", "not an object"}})), "config.not_an_object", "model.config");
+}
+
+TEST_CASE("version lists the commands and model types") {
+  json r = call({{"command", "version"}});
+  REQUIRE(r.at("ok") == true);
+  CHECK(r.at("result").at("api_version") == api_version);
+  CHECK(r.at("result").at("model_types").size() == 23);
+}
+
+}  // namespace
+}  // namespace gpumem
