@@ -31,8 +31,11 @@ TEST_CASE("every tensor matches transformers, name by name, in registration orde
   REQUIRE(golden.is_object());
   REQUIRE(reference.is_object());
   int compared = 0;
-  for (const auto& [id, heads] : golden.at("models").items()) {
-    for (const auto& [head, expected] : heads.items()) {
+  for (const auto& model : golden.at("models").items()) {
+    const std::string id = model.key();
+    for (const auto& variant : model.value().items()) {
+      const std::string head = variant.key();
+      const json& expected = variant.value();
       CAPTURE(id);
       CAPTURE(head);
       model_options options;
@@ -70,7 +73,9 @@ TEST_CASE("published parameter counts in the reference are reproduced exactly") 
   const json reference = test::read_json("../shared/reference/models.json");
   REQUIRE(reference.is_object());
   int checked = 0;
-  for (const auto& [id, entry] : reference.items()) {
+  for (const auto& item : reference.items()) {
+    const std::string id = item.key();
+    const json& entry = item.value();
     if (entry.at("params").is_null()) continue;
     CAPTURE(id);
     auto spec = parse_model_config(entry.at("config"), {}, "model.config");
@@ -85,7 +90,9 @@ TEST_CASE("published parameter counts in the reference are reproduced exactly") 
 
 TEST_CASE("group sums add up to the total and blocks cover every block tensor") {
   const json reference = test::read_json("../shared/reference/models.json");
-  for (const auto& [id, entry] : reference.items()) {
+  for (const auto& item : reference.items()) {
+    const std::string id = item.key();
+    const json& entry = item.value();
     CAPTURE(id);
     auto spec = parse_model_config(entry.at("config"), {}, "model.config");
     REQUIRE(spec.ok());

@@ -1,0 +1,79 @@
+// The ES-module facade over the wasm core, as pages and Node programs use it.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { facadePath, sharedDir } from './paths.mjs';
+
+const { loadGpumem, GpumemError, API_VERSION } = await import(facadePath);
+const gpumem = await loadGpumem();
+const reference = JSON.parse(await readFile(`${sharedDir}reference/models.json`, 'utf8'));
+
+test('params for a preset returns plain numbers', () => {
+  const result = gpumem.params('meta-llama/Llama-2-7b-hf');
+  assert.equal(result.total_params, 6738415616);
+  assert.equal(typeof result.total_params, 'number');
+  assert.equal(result.model.architecture, 'LlamaForCausalLM');
+});
+
+test('a pasted config.json gives the same counts as its preset', () => {
+  for (const id of ['gpt2', 'mistralai/Mixtral-8x7B-v0.1', 'deepseek-ai/DeepSeek-V3']) {
+    const byPreset = gpumem.params(id);
+    const byConfig = gpumem.params({ config: reference[id].config });
+    assert.equal(byConfig.total_params, byPreset.total_params, id);
+    assert.equal(byConfig.active_params, byPreset.active_params, id);
+  }
+});
+
+test('every reference model with a published count matches it', () => {
+  for (const [id, entry] of Object.entries(reference)) {
+    if (entry.params !== null) assert.equal(gpumem.params(id).total_params, entry.params, id);
+  }
+});
+
+test('request() returns the whole envelope with warnings', () => {
+  const config = { ...reference['meta-llama/Llama-3.2-1B'].config, model_type: 'my_arch' };
+  const response = gpumem.request({ command: 'params', model: { config } });
+  assert.equal(response.api_version, API_VERSION);
+  assert.equal(response.ok, true);
+  assert.equal(response.warnings.length, 1);
+  assert.match(response.warnings[0], /my_arch/);
+});
+
+test('API errors become GpumemError with code and field', () => {
+  const cases = [
+    [() => gpumem.request('{"command":'), 'json.parse_error', ''],
+    [() => gpumem.params('no/such-model'), 'model.unknown_preset', 'model'],
+    [() => gpumem.params({ config: { model_type: 'llama', hidden_size: 0 } }), 'config.missing_keys', 'model.config'],
+    [() => gpumem.params({ config: { ...reference.gpt2.config, n_embd: -3 } }), 'config.invalid_value', 'model.config.n_embd'],
+    [() => gpumem.params({ config: { ...reference.gpt2.config, n_head: 7 } }), 'config.inconsistent_heads', 'model.config.n_head'],
+    [() => gpumem.params({ config: { ...reference.gpt2.config, n_layer: 2.5 } }), 'config.invalid_value', 'model.config.n_layer'],
+    [() => gpumem.params({ config: { ...reference.gpt2.config, vocab_size: 1e30 } }), 'config.invalid_value', 'model.config.vocab_size'],
+    [() => gpumem.params({ config: { model_type: 'rwkv' } }), 'config.unsupported_model_type', 'model.config.model_type'],
+    [() => gpumem.request({ command: 'fly' }), 'request.unknown_command', 'command'],
+  ];
+  for (const [run, code, field] of cases) {
+    assert.throws(run, (error) => {
+      assert.ok(error instanceof GpumemError);
+      assert.ok(error instanceof Error);
+      assert.equal(error.code, code);
+      assert.equal(error.field, field);
+      assert.ok(error.message.length > 0);
+      return true;
+    });
+  }
+});
+
+test('the module survives a storm of bad input and still answers', () => {
+  const junk = ['', 'null', '[]', '{}', '{"command":"params","model":{"config":[]}}', '\u0000',
+    '{"command":"params","model":{"config":{"model_type":"opt","hidden_size":1e400}}}',
+    JSON.stringify({ command: 'params', model: { config: { model_type: 'llama', hidden_size: 64, intermediate_size: 64, num_hidden_layers: 1e9, num_attention_heads: 1, vocab_size: 1 } } })];
+  for (const text of junk) assert.throws(() => gpumem.request(text), GpumemError);
+  assert.equal(gpumem.params('gpt2').total_params, 124439808);
+});
+
+test('models and gpus list the presets', () => {
+  assert.equal(gpumem.models().length, Object.keys(reference).length);
+  const gpus = gpumem.gpus();
+  assert.ok(gpus.length >= 20);
+  for (const gpu of gpus) assert.ok(Number.isInteger(gpu.memory_bytes) && gpu.memory_bytes > 0, gpu.id);
+});

@@ -1,0 +1,43 @@
+// The shipped presets agree with the verified reference (../shared/reference/models.json) and
+// carry what the page needs.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { repoRoot, sharedDir } from './paths.mjs';
+
+const reference = JSON.parse(readFileSync(`${sharedDir}reference/models.json`, 'utf8'));
+const modelsDir = `${repoRoot}presets/models/`;
+const index = JSON.parse(readFileSync(`${modelsDir}index.json`, 'utf8')).models;
+
+test('one preset file per reference model, same config and sources', () => {
+  const files = readdirSync(modelsDir).filter((f) => f !== 'index.json');
+  assert.equal(files.length, Object.keys(reference).length);
+  for (const [id, entry] of Object.entries(reference)) {
+    const listed = index.find((m) => m.id === id);
+    assert.ok(listed, `${id} missing from index.json`);
+    const preset = JSON.parse(readFileSync(modelsDir + listed.file, 'utf8'));
+    assert.deepEqual(preset.config, entry.config, id);
+    assert.deepEqual(preset.source, entry.source, id);
+    assert.equal(preset.published_params, entry.params, id);
+    assert.equal(listed.model_type, entry.config.model_type);
+  }
+});
+
+test('GPU presets: at least 20, every figure present and sourced', () => {
+  const { gpus } = JSON.parse(readFileSync(`${repoRoot}presets/gpus.json`, 'utf8'));
+  assert.ok(gpus.length >= 20);
+  const required = ['v100-sxm2-16gb', 'v100-sxm2-32gb', 't4', 'rtx-2060', 'rtx-3090', 'rtx-4090', 'a10g',
+    'l4', 'l40s', 'rtx-a6000', 'a100-sxm4-40gb', 'a100-sxm4-80gb', 'h100-sxm', 'h100-pcie', 'h200',
+    'b200', 'mi250x', 'mi300x'];
+  for (const id of required) assert.ok(gpus.some((g) => g.id === id), id);
+  for (const g of gpus) {
+    assert.ok(Number.isInteger(g.memory_bytes) && g.memory_bytes > 4 * 2 ** 30, g.id);
+    for (const key of ['fp16_dense_flops', 'memory_bandwidth_bytes_per_s', 'link_bandwidth_bytes_per_s',
+      'host_link_bandwidth_bytes_per_s']) {
+      assert.ok(g[key] > 0, `${g.id}.${key}`);
+    }
+    for (const key of ['memory_bytes', 'flops', 'memory_bandwidth', 'link']) {
+      assert.ok(g.sources[key]?.length > 10, `${g.id} source for ${key}`);
+    }
+  }
+});

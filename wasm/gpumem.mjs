@@ -1,0 +1,74 @@
+// gpumem's JavaScript facade: loads the WebAssembly core (in browsers and in Node 20), sends
+// requests of the JSON API (docs/api.md) and returns plain objects. Errors from the core become
+// GpumemError, which carries the API's stable code and the request field it concerns.
+// No estimation logic here: every number comes from the C++ core.
+
+import createGpumemCore from './gpumem_core.mjs';
+
+export const API_VERSION = 1;
+
+export class GpumemError extends Error {
+  constructor({ code, field, message }) {
+    super(message);
+    this.name = 'GpumemError';
+    this.code = code;
+    this.field = field;
+  }
+}
+
+const inNode = typeof process !== 'undefined' && Boolean(process.versions?.node);
+
+// The Emscripten loader fetches the .wasm by URL, which Node cannot do for a file path
+// (toolchain.md Q3/Q4): read it from disk and hand it over.
+async function readWasmInNode() {
+  const { readFile } = await import('node:fs/promises');
+  return readFile(new URL('./gpumem_core.wasm', import.meta.url));
+}
+
+class Gpumem {
+  #core;
+
+  constructor(core) {
+    this.#core = core;
+  }
+
+  // Any API request (object or JSON text) -> the whole response {api_version, ok, command,
+  // result, warnings}. `api_version` defaults to 1. Throws GpumemError when ok is false.
+  request(request) {
+    const text =
+      typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...request });
+    const response = JSON.parse(this.#core.handleRequest(text));
+    if (!response.ok) throw new GpumemError(response.error);
+    return response;
+  }
+
+  // `model`: a preset id, {preset}, or {config: {...config.json...}}.
+  params(model) {
+    return this.request({ command: 'params', model }).result;
+  }
+
+  models() {
+    return this.request({ command: 'models' }).result.models;
+  }
+
+  gpus() {
+    return this.request({ command: 'gpus' }).result.gpus;
+  }
+
+  version() {
+    return this.request({ command: 'version' }).result;
+  }
+}
+
+// options.wasmBinary: the module's bytes, if the caller has them; options.locateFile: where the
+// browser should fetch gpumem_core.wasm from (default: beside this file).
+export async function loadGpumem(options = {}) {
+  const moduleOptions = {};
+  if (options.wasmBinary) {
+    moduleOptions.wasmBinary = options.wasmBinary;
+  } else if (inNode) {
+    moduleOptions.wasmBinary = await readWasmInNode();
+  }
+  if (options.locateFile) moduleOptions.locateFile = options.locateFile;
+  return new Gpumem(await createGpumemCore(moduleOptions));
+}
