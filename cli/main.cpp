@@ -6,11 +6,10 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "gpumem/json_api.hpp"
 #include "table.hpp"
@@ -113,7 +112,8 @@ std::string count_text(const ordered_json& value) {
 }
 
 void print_warnings(const ordered_json& response) {
-  for (const auto& w : response["warnings"]) std::cerr << "warning: " << w.get<std::string>() << "\n";
+  for (const auto& w : response["warnings"])
+    std::cerr << "warning: " << w.get<std::string>() << "\n";
 }
 
 int models_command(const arguments& args) {
@@ -162,7 +162,8 @@ int params_command(const arguments& args) {
     model["task_head"] = args.options.at("task-head");
   }
   ordered_json response;
-  if (!call({{"api_version", 1}, {"command", "params"}, {"model", model}}, response)) return bad_input;
+  if (!call({{"api_version", 1}, {"command", "params"}, {"model", model}}, response))
+    return bad_input;
   print_warnings(response);
   const auto& r = response["result"];
   if (args.json_output) {
@@ -170,7 +171,7 @@ int params_command(const arguments& args) {
     return 0;
   }
   const auto& g = r["groups"];
-  std::cout << r["model"]["architecture"].get<std::string>() << " (" 
+  std::cout << r["model"]["architecture"].get<std::string>() << " ("
             << r["model"]["model_type"].get<std::string>() << ")\n\n";
   gpumem::cli::table groups({"group", "parameters"});
   groups.row({"token embedding", count_text(g["embedding"]["token"])});

@@ -12,7 +12,8 @@ namespace gpumem::cli {
 // 6738415616 -> "6,738,415,616"
 inline std::string group_digits(std::uint64_t value) {
   std::string digits = std::to_string(value);
-  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3) digits.insert(static_cast<std::size_t>(at), ",");
+  for (int at = static_cast<int>(digits.size()) - 3; at > 0; at -= 3)
+    digits.insert(static_cast<std::size_t>(at), ",");
   return digits;
 }
 
@@ -45,7 +46,8 @@ class table {
       while (!out.empty() && out.back() == ' ') out.pop_back();
       out += "\n";
       if (i == 0) {
-        for (std::size_t c = 0; c < widths.size(); ++c) out += (c == 0 ? "" : "  ") + std::string(widths[c], '-');
+        for (std::size_t c = 0; c < widths.size(); ++c)
+          out += (c == 0 ? "" : "  ") + std::string(widths[c], '-');
         out += "\n";
       }
     }

@@ -5,6 +5,4 @@
 
 #include "gpumem/json_api.hpp"
 
-EMSCRIPTEN_BINDINGS(gpumem) {
-  emscripten::function("handleRequest", &gpumem::handle_request);
-}
+EMSCRIPTEN_BINDINGS(gpumem) { emscripten::function("handleRequest", &gpumem::handle_request); }

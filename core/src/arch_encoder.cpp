@@ -14,9 +14,9 @@ constexpr auto attn = tensor_role::attention;
 constexpr auto mlp = tensor_role::mlp;
 
 struct bert_head {
-  const char* name;     // request value
-  const char* cls;      // transformers class
-  bool pooler;          // BertModel(add_pooling_layer=...)
+  const char* name;  // request value
+  const char* cls;   // transformers class
+  bool pooler;       // BertModel(add_pooling_layer=...)
 };
 
 // The heads users fine-tune or serve; `base` is the bare BertModel (with its pooler).
@@ -107,7 +107,8 @@ void build_bert(config_reader& cfg, model_spec& spec, const model_options& optio
     add.parameter("cls.predictions.bias", {spec.vocab_size}, task, true);
     add.linear("cls.predictions.transform.dense", h, h, true, task);
     add.layer_norm("cls.predictions.transform.LayerNorm", h);
-    if (!spec.tied_embeddings) add.linear("cls.predictions.decoder", h, spec.vocab_size, false, task);
+    if (!spec.tied_embeddings)
+      add.linear("cls.predictions.decoder", h, spec.vocab_size, false, task);
     if (name == "pretraining") add.linear("cls.seq_relationship", h, 2, true, task);
   } else if (name == "sequence_classification" || name == "token_classification") {
     add.linear("classifier", h, labels, true, task);
@@ -119,8 +120,8 @@ void build_bert(config_reader& cfg, model_spec& spec, const model_options& optio
 }
 
 void build_t5(config_reader& cfg, model_spec& spec) {
-  spec.architecture = spec.model_type == "mt5" ? "MT5ForConditionalGeneration"
-                                               : "T5ForConditionalGeneration";
+  spec.architecture =
+      spec.model_type == "mt5" ? "MT5ForConditionalGeneration" : "T5ForConditionalGeneration";
   spec.encoder_decoder = true;
   spec.hidden_size = cfg.required({"d_model"}, max_width);
   spec.embedding_dim = spec.hidden_size;
@@ -161,7 +162,8 @@ void build_t5(config_reader& cfg, model_spec& spec) {
     add.linear(name + ".v", d, inner, false, attn);
     add.linear(name + ".o", inner, d, false, attn);
     // Only the first block of each stack owns the relative-position bias table.
-    if (relative_bias) add.embedding(name + ".relative_attention_bias", buckets, spec.num_heads, attn);
+    if (relative_bias)
+      add.embedding(name + ".relative_attention_bias", buckets, spec.num_heads, attn);
   };
   auto feed_forward = [&](const std::string& name) {
     if (spec.gated_mlp) {

@@ -111,7 +111,8 @@ void gpt2_like(config_reader& cfg, model_spec& spec, bool conv1d, bool multi_que
   read_heads(cfg, spec, {"n_head", "num_attention_heads"}, {"n_head", "num_attention_heads"});
   if (multi_query) spec.num_kv_heads = 1;
   spec.intermediate_size = cfg.optional({"n_inner"}, 4 * spec.hidden_size, max_width);
-  spec.max_positions = cfg.optional({"n_positions", "max_position_embeddings"}, 1024, max_positions);
+  spec.max_positions =
+      cfg.optional({"n_positions", "max_position_embeddings"}, 1024, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = cfg.text("activation_function", "gelu_new");
   spec.attention_dropout = cfg.fraction({"attn_pdrop"});
@@ -121,7 +122,8 @@ void gpt2_like(config_reader& cfg, model_spec& spec, bool conv1d, bool multi_que
   const auto h = spec.hidden_size;
   const auto qkv = h + 2 * spec.num_kv_heads * spec.head_dim;
   tensor_builder add(spec);
-  auto project = [&](const std::string& name, std::uint64_t in, std::uint64_t out, tensor_role role) {
+  auto project = [&](const std::string& name, std::uint64_t in, std::uint64_t out,
+                     tensor_role role) {
     if (conv1d) {
       add.conv1d(name, in, out, role);
     } else {

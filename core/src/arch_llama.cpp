@@ -19,10 +19,10 @@ constexpr auto attn = tensor_role::attention;
 
 // What distinguishes the members of the family, decided from model_type.
 struct variant {
-  bool qkv_bias = false;    // Qwen2 / Qwen2-MoE hard-code bias on q, k, v
+  bool qkv_bias = false;  // Qwen2 / Qwen2-MoE hard-code bias on q, k, v
   bool o_bias = false;
   bool mlp_bias = false;
-  bool fused = false;       // Phi-3: o_proj, qkv_proj; gate_up_proj, down_proj
+  bool fused = false;           // Phi-3: o_proj, qkv_proj; gate_up_proj, down_proj
   bool sandwich_norms = false;  // Gemma2: pre/post feed-forward norms
   bool tie_default = false;
   enum class moe_layout { none, mixtral, qwen2, deepseek } moe = moe_layout::none;
@@ -71,7 +71,8 @@ void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
   } else if (v.moe == layout::qwen2) {
     spec.moe.num_experts = cfg.optional({"num_experts"}, 60, max_experts, 0);
     spec.moe.expert_intermediate = cfg.required({"moe_intermediate_size"}, max_width);
-    spec.moe.shared_intermediate = cfg.optional({"shared_expert_intermediate_size"}, 0, max_width, 0);
+    spec.moe.shared_intermediate =
+        cfg.optional({"shared_expert_intermediate_size"}, 0, max_width, 0);
     // Qwen2MoeDecoderLayer: sparse unless listed in mlp_only_layers, every decoder_sparse_step-th.
     const auto step = cfg.optional({"decoder_sparse_step"}, 1, max_layers);
     const auto dense = cfg.index_list("mlp_only_layers", max_layers);
@@ -127,7 +128,8 @@ void attention_block(tensor_builder& add, const model_spec& spec, const variant&
       add.rms_norm("self_attn.q_a_layernorm", m.q_lora_rank);
       add.linear("self_attn.q_b_proj", m.q_lora_rank, q, false, attn);
     }
-    add.linear("self_attn.kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, v.qkv_bias, attn);
+    add.linear("self_attn.kv_a_proj_with_mqa", h, m.kv_lora_rank + m.qk_rope_head_dim, v.qkv_bias,
+               attn);
     add.rms_norm("self_attn.kv_a_layernorm", m.kv_lora_rank);
     add.linear("self_attn.kv_b_proj", m.kv_lora_rank,
                spec.num_heads * (m.qk_nope_head_dim + m.v_head_dim), false, attn);
@@ -154,7 +156,8 @@ void gated_mlp(tensor_builder& add, const std::string& prefix, std::uint64_t h, 
   add.linear(prefix + "down_proj", width, h, bias, role);
 }
 
-void mlp_block(tensor_builder& add, const model_spec& spec, const layer_spec& layer, const variant& v) {
+void mlp_block(tensor_builder& add, const model_spec& spec, const layer_spec& layer,
+               const variant& v) {
   using layout = variant::moe_layout;
   const auto h = spec.hidden_size;
   if (!layer.moe) {
@@ -217,8 +220,8 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
                             ? cfg.flag("use_sliding_window", false)
                             : spec.model_type != "gemma" && spec.model_type != "llama";
   for (auto& layer : spec.layers) {
-    const bool sliding = windowed && window > 0 &&
-                         (spec.model_type != "gemma2" || layer.index % 2 == 0);
+    const bool sliding =
+        windowed && window > 0 && (spec.model_type != "gemma2" || layer.index % 2 == 0);
     if (sliding) {
       layer.attention = attention_pattern::sliding;
       layer.sliding_window_tokens = window;

@@ -60,9 +60,9 @@ const std::vector<std::string>& supported_model_types() {
 result<model_spec> parse_model_config(const nlohmann::json& config, const model_options& options,
                                       const std::string& field) {
   if (!config.is_object()) {
-    return error{"config.not_an_object", field,
-                 "[" + field + "] must be a config.json object, got " +
-                     std::string(config.type_name())};
+    return error{
+        "config.not_an_object", field,
+        "[" + field + "] must be a config.json object, got " + std::string(config.type_name())};
   }
   config_reader cfg(config, field);
   model_spec spec;

@@ -88,7 +88,8 @@ bool config_reader::flag(const char* key, bool fallback) {
   if (!has(key)) return fallback;
   const json& value = config_.at(key);
   if (!value.is_boolean()) {
-    fail("config.invalid_value", key, "[" + field(key) + "] must be true or false, got " + shown(value));
+    fail("config.invalid_value", key,
+         "[" + field(key) + "] must be true or false, got " + shown(value));
     return fallback;
   }
   return value.get<bool>();
@@ -150,8 +151,9 @@ std::optional<error> config_reader::problem(const std::string& model_type) const
   if (!missing_.empty()) {
     std::string keys;
     for (const auto& key : missing_) keys += (keys.empty() ? "" : ", ") + key;
-    return error{"config.missing_keys", prefix_,
-                 "[" + prefix_ + "] lacks " + keys + ", required for model_type '" + model_type + "'"};
+    return error{
+        "config.missing_keys", prefix_,
+        "[" + prefix_ + "] lacks " + keys + ", required for model_type '" + model_type + "'"};
   }
   return first_;
 }

@@ -5,11 +5,10 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "gpumem/result.hpp"
 
@@ -18,7 +17,7 @@ namespace gpumem {
 // Accepted ranges for config dimensions: far above any published model (Llama-3.1-405B has
 // hidden 16384, 126 layers, vocab 128256; DeepSeek-V3 256 experts), low enough that no tensor
 // size overflows 64 bits.
-inline constexpr std::uint64_t max_width = 1ULL << 20;       // hidden, intermediate, head dims
+inline constexpr std::uint64_t max_width = 1ULL << 20;  // hidden, intermediate, head dims
 inline constexpr std::uint64_t max_vocab = 1ULL << 24;
 inline constexpr std::uint64_t max_layers = 1ULL << 12;
 inline constexpr std::uint64_t max_heads = 1ULL << 16;

@@ -1,8 +1,7 @@
 #include "gpumem/json_api.hpp"
 
-#include <optional>
-
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "gpumem/config_parser.hpp"
 #include "gpumem/param_count.hpp"
@@ -153,10 +152,12 @@ std::string params_command(const json& request) {
 }
 
 std::string models_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command"})) return respond_error(*e);
+  if (auto e = unknown_fields(request, "request", {"api_version", "command"}))
+    return respond_error(*e);
   ordered_json list = ordered_json::array();
   for (const auto& preset : all_model_presets()) {
-    auto spec = parse_model_config(preset.at("config"), {}, "preset " + preset.value("id", "") + " config");
+    auto spec =
+        parse_model_config(preset.at("config"), {}, "preset " + preset.value("id", "") + " config");
     if (!spec.ok()) return respond_error(spec.failure());
     auto counts = count_params(spec.value());
     if (!counts.ok()) return respond_error(counts.failure());
@@ -173,12 +174,14 @@ std::string models_command(const json& request) {
 }
 
 std::string gpus_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command"})) return respond_error(*e);
+  if (auto e = unknown_fields(request, "request", {"api_version", "command"}))
+    return respond_error(*e);
   return respond("gpus", gpu_presets(), ordered_json::array());
 }
 
 std::string version_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command"})) return respond_error(*e);
+  if (auto e = unknown_fields(request, "request", {"api_version", "command"}))
+    return respond_error(*e);
   ordered_json types = supported_model_types();
   return respond("version",
                  {{"api_version", api_version},
@@ -194,13 +197,15 @@ std::string handle_request(const std::string& request_json) {
   if (request.is_discarded()) {
     syntax_error_reader reader;
     json::sax_parse(request_json, &reader);
-    return respond_error({"json.parse_error", "",
-                          "the request is not valid JSON: " +
-                              (reader.message.empty() ? std::string("unknown error") : reader.message)});
+    return respond_error(
+        {"json.parse_error", "",
+         "the request is not valid JSON: " +
+             (reader.message.empty() ? std::string("unknown error") : reader.message)});
   }
   if (!request.is_object()) {
-    return respond_error({"request.invalid_type", "request",
-                          "[request] must be a JSON object, got " + std::string(request.type_name())});
+    return respond_error(
+        {"request.invalid_type", "request",
+         "[request] must be a JSON object, got " + std::string(request.type_name())});
   }
   if (request.contains("api_version") && request.at("api_version") != api_version) {
     return respond_error({"request.unsupported_api_version", "api_version",
@@ -215,9 +220,9 @@ std::string handle_request(const std::string& request_json) {
   if (command == "models") return models_command(request);
   if (command == "gpus") return gpus_command(request);
   if (command == "version") return version_command(request);
-  return respond_error({"request.unknown_command", "command",
-                        "[command] must be one of params, models, gpus, version; got '" + command +
-                            "'"});
+  return respond_error(
+      {"request.unknown_command", "command",
+       "[command] must be one of params, models, gpus, version; got '" + command + "'"});
 }
 
 }  // namespace gpumem

@@ -6,7 +6,9 @@ using nlohmann::ordered_json;
 
 namespace {
 
-const char* stack_name(stack_kind stack) { return stack == stack_kind::encoder ? "encoder" : "decoder"; }
+const char* stack_name(stack_kind stack) {
+  return stack == stack_kind::encoder ? "encoder" : "decoder";
+}
 
 ordered_json dimensions(const model_spec& s) {
   ordered_json out = {
@@ -63,8 +65,11 @@ ordered_json params_json(const model_spec& spec, const param_count& c) {
   ordered_json groups = {
       {"embedding", {{"token", g.token_embedding}, {"position", g.position_embedding}}},
       {"attention", g.attention},
-      {"mlp", {{"dense", g.mlp}, {"router", g.router}, {"routed_experts", g.routed_experts},
-               {"shared_experts", g.shared_experts}}},
+      {"mlp",
+       {{"dense", g.mlp},
+        {"router", g.router},
+        {"routed_experts", g.routed_experts},
+        {"shared_experts", g.shared_experts}}},
       {"norm", g.norm},
       {"projection", g.projection},
       {"lm_head", g.lm_head},
@@ -82,12 +87,9 @@ ordered_json params_json(const model_spec& spec, const param_count& c) {
                       {"norm", b.norm},
                       {"total", b.total}});
   }
-  return {{"model", dimensions(spec)},
-          {"total_params", c.total},
-          {"active_params", c.active},
-          {"bias_params", c.bias},
-          {"tensor_count", spec.tensors.size()},
-          {"groups", std::move(groups)},
+  return {{"model", dimensions(spec)},           {"total_params", c.total},
+          {"active_params", c.active},           {"bias_params", c.bias},
+          {"tensor_count", spec.tensors.size()}, {"groups", std::move(groups)},
           {"blocks", std::move(blocks)}};
 }
 

@@ -8,17 +8,28 @@ namespace {
 
 std::uint64_t& group_of(param_groups& g, tensor_role role) {
   switch (role) {
-    case tensor_role::token_embedding: return g.token_embedding;
-    case tensor_role::position_embedding: return g.position_embedding;
-    case tensor_role::attention: return g.attention;
-    case tensor_role::mlp: return g.mlp;
-    case tensor_role::router: return g.router;
-    case tensor_role::routed_experts: return g.routed_experts;
-    case tensor_role::shared_experts: return g.shared_experts;
-    case tensor_role::norm: return g.norm;
-    case tensor_role::projection: return g.projection;
-    case tensor_role::lm_head: return g.lm_head;
-    case tensor_role::task_head: return g.task_head;
+    case tensor_role::token_embedding:
+      return g.token_embedding;
+    case tensor_role::position_embedding:
+      return g.position_embedding;
+    case tensor_role::attention:
+      return g.attention;
+    case tensor_role::mlp:
+      return g.mlp;
+    case tensor_role::router:
+      return g.router;
+    case tensor_role::routed_experts:
+      return g.routed_experts;
+    case tensor_role::shared_experts:
+      return g.shared_experts;
+    case tensor_role::norm:
+      return g.norm;
+    case tensor_role::projection:
+      return g.projection;
+    case tensor_role::lm_head:
+      return g.lm_head;
+    case tensor_role::task_head:
+      return g.task_head;
   }
   return g.task_head;
 }

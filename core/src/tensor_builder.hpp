@@ -51,7 +51,8 @@ class tensor_builder {
  private:
   void add(const std::string& name, std::vector<std::uint64_t> shape, tensor_role role,
            module_kind module, bool is_bias) {
-    spec_.tensors.push_back(tensor_spec{prefix_ + name, role, module, std::move(shape), layer_, is_bias});
+    spec_.tensors.push_back(
+        tensor_spec{prefix_ + name, role, module, std::move(shape), layer_, is_bias});
   }
 
   model_spec& spec_;

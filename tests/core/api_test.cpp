@@ -41,7 +41,7 @@ TEST_CASE("params for a preset: Llama-2-7b has 6,738,415,616 parameters") {
 }
 
 TEST_CASE("params accepts {preset} and {config} forms alike") {
-  const json reference = test::read_json("../shared/reference/models.json");
+  const json reference = test::read_presets();
   json by_id = call(params_request({{"preset", "gpt2"}}));
   json by_config = call(params_request({{"config", reference.at("gpt2").at("config")}}));
   REQUIRE(by_id.at("ok") == true);
@@ -51,7 +51,9 @@ TEST_CASE("params accepts {preset} and {config} forms alike") {
 }
 
 TEST_CASE("BERT task heads are chosen in the request") {
-  json r = call(params_request({{"preset", "bert-large-uncased"}, {"task_head", "sequence_classification"}, {"num_labels", 2}}));
+  json r = call(params_request({{"preset", "bert-large-uncased"},
+                                {"task_head", "sequence_classification"},
+                                {"num_labels", 2}}));
   REQUIRE(r.at("ok") == true);
   CHECK(r.at("result").at("total_params") == 335143938);
   r = call(params_request({{"preset", "bert-large-uncased"}, {"task_head", "poolerless"}}));
@@ -65,7 +67,8 @@ TEST_CASE("models lists every preset with computed counts") {
   CHECK(models.size() == 42);
   for (const auto& m : models) {
     CHECK(m.at("total_params").get<std::uint64_t>() > 0);
-    if (!m.at("published_params").is_null()) CHECK(m.at("published_params") == m.at("total_params"));
+    if (!m.at("published_params").is_null())
+      CHECK(m.at("published_params") == m.at("total_params"));
   }
 }
 
@@ -87,7 +90,8 @@ TEST_CASE("envelope errors") {
   check_error(call({{"api_version", 2}, {"command", "params"}}), "request.unsupported_api_version",
               "api_version");
   check_error(call({{"api_version", 1}}), "request.missing_field", "command");
-  check_error(call({{"api_version", 1}, {"command", "train"}}), "request.unknown_command", "command");
+  check_error(call({{"api_version", 1}, {"command", "train"}}), "request.unknown_command",
+              "command");
   check_error(call({{"api_version", 1}, {"command", "params"}}), "request.missing_field", "model");
   check_error(call({{"api_version", 1}, {"command", "params"}, {"model", "gpt2"}, {"modle", 1}}),
               "request.unknown_field", "request.modle");
@@ -102,13 +106,22 @@ TEST_CASE("model errors carry the config's codes") {
               "config.unsupported_model_type", "model.config.model_type");
   check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", -1}}}})),
               "config.missing_keys", "model.config");
-  check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", -1}, {"n_layer", 12},
-                                                {"n_head", 12}, {"vocab_size", 50257}}}})),
+  check_error(call(params_request({{"config",
+                                    {{"model_type", "gpt2"},
+                                     {"n_embd", -1},
+                                     {"n_layer", 12},
+                                     {"n_head", 12},
+                                     {"vocab_size", 50257}}}})),
               "config.invalid_value", "model.config.n_embd");
-  check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", 768}, {"n_layer", 12},
-                                                {"n_head", 7}, {"vocab_size", 50257}}}})),
+  check_error(call(params_request({{"config",
+                                    {{"model_type", "gpt2"},
+                                     {"n_embd", 768},
+                                     {"n_layer", 12},
+                                     {"n_head", 7},
+                                     {"vocab_size", 50257}}}})),
               "config.inconsistent_heads", "model.config.n_head");
-  check_error(call(params_request({{"config", "not an object"}})), "config.not_an_object", "model.config");
+  check_error(call(params_request({{"config", "not an object"}})), "config.not_an_object",
+              "model.config");
 }
 
 TEST_CASE("version lists the commands and model types") {

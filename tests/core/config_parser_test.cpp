@@ -1,8 +1,9 @@
 // How config.json fields are read: defaults, variants and every kind of bad value.
 
+#include "gpumem/config_parser.hpp"
+
 #include <doctest/doctest.h>
 
-#include "gpumem/config_parser.hpp"
 #include "gpumem/param_count.hpp"
 #include "test_files.hpp"
 
@@ -12,12 +13,14 @@ namespace {
 using nlohmann::json;
 
 json tiny_llama() {
-  return {{"model_type", "llama"},         {"hidden_size", 64},      {"intermediate_size", 128},
-          {"num_hidden_layers", 2},        {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-          {"vocab_size", 100},             {"tie_word_embeddings", false}};
+  return {{"model_type", "llama"},  {"hidden_size", 64},           {"intermediate_size", 128},
+          {"num_hidden_layers", 2}, {"num_attention_heads", 4},    {"num_key_value_heads", 2},
+          {"vocab_size", 100},      {"tie_word_embeddings", false}};
 }
 
-result<model_spec> parse(const json& config) { return parse_model_config(config, {}, "model.config"); }
+result<model_spec> parse(const json& config) {
+  return parse_model_config(config, {}, "model.config");
+}
 
 TEST_CASE("a tiny Llama counted by hand") {
   auto spec = parse(tiny_llama());
@@ -41,7 +44,7 @@ TEST_CASE("tied embeddings are counted once") {
 }
 
 TEST_CASE("sliding-window layers follow each family's rule") {
-  const json reference = test::read_json("../shared/reference/models.json");
+  const json reference = test::read_presets();
   auto gemma2 = parse(reference.at("google/gemma-2-9b").at("config"));
   REQUIRE(gemma2.ok());
   CHECK(gemma2.value().layers[0].attention == attention_pattern::sliding);
@@ -60,7 +63,7 @@ TEST_CASE("sliding-window layers follow each family's rule") {
 }
 
 TEST_CASE("DeepSeek-V3 reads MLA and its dense first layers") {
-  const json reference = test::read_json("../shared/reference/models.json");
+  const json reference = test::read_presets();
   auto spec = parse(reference.at("deepseek-ai/DeepSeek-V3").at("config"));
   REQUIRE(spec.ok());
   CHECK(spec.value().mla);
@@ -103,9 +106,10 @@ TEST_CASE("bad sizes give config.invalid_value naming the field and the range") 
     json value;
     const char* shown;
   };
-  for (const auto& bad : {bad_value{0, "got 0"}, bad_value{-5, "got -5"},
-                          bad_value{4096.5, "got 4096.5"}, bad_value{"4096", "got \"4096\""},
-                          bad_value{1ULL << 40, "got 1099511627776"}, bad_value{true, "got true"}}) {
+  for (const auto& bad :
+       {bad_value{0, "got 0"}, bad_value{-5, "got -5"}, bad_value{4096.5, "got 4096.5"},
+        bad_value{"4096", "got \"4096\""}, bad_value{1ULL << 40, "got 1099511627776"},
+        bad_value{true, "got true"}}) {
     json config = tiny_llama();
     config["hidden_size"] = bad.value;
     auto spec = parse(config);

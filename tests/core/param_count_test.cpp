@@ -1,13 +1,15 @@
 // Parameter tensors and counts against ground truth: every tensor's name, shape and order as
 // transformers 5.17 builds the model on the meta device (tests/golden/hf_param_counts.json, made
-// by tools/measure/param_counts.py), and the published counts in ../shared/reference/models.json.
+// by tools/measure/param_counts.py), and the published counts the presets carry (from
+// ../shared/reference/models.json).
+
+#include "gpumem/param_count.hpp"
 
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "gpumem/config_parser.hpp"
-#include "gpumem/param_count.hpp"
 #include "test_files.hpp"
 
 namespace gpumem {
@@ -27,7 +29,7 @@ std::string shape_text(const std::vector<std::uint64_t>& shape) { return json(sh
 TEST_CASE("every tensor matches transformers, name by name, in registration order") {
   const json golden = test::read_json("tests/golden/hf_param_counts.json");
   const json corrections = test::read_json("tests/golden/param_count_corrections.json");
-  const json reference = test::read_json("../shared/reference/models.json");
+  const json reference = test::read_presets();
   REQUIRE(golden.is_object());
   REQUIRE(reference.is_object());
   int compared = 0;
@@ -69,27 +71,27 @@ TEST_CASE("every tensor matches transformers, name by name, in registration orde
   CHECK(compared == 52);  // 41 presets, BERT under 6 heads, 5 extra architectures
 }
 
-TEST_CASE("published parameter counts in the reference are reproduced exactly") {
-  const json reference = test::read_json("../shared/reference/models.json");
+TEST_CASE("published parameter counts are reproduced exactly") {
+  const json reference = test::read_presets();
   REQUIRE(reference.is_object());
   int checked = 0;
   for (const auto& item : reference.items()) {
     const std::string id = item.key();
     const json& entry = item.value();
-    if (entry.at("params").is_null()) continue;
+    if (entry.at("published_params").is_null()) continue;
     CAPTURE(id);
     auto spec = parse_model_config(entry.at("config"), {}, "model.config");
     REQUIRE(spec.ok());
     auto counts = count_params(spec.value());
     REQUIRE(counts.ok());
-    CHECK(counts.value().total == entry.at("params").get<std::uint64_t>());
+    CHECK(counts.value().total == entry.at("published_params").get<std::uint64_t>());
     ++checked;
   }
   CHECK(checked >= 1);
 }
 
 TEST_CASE("group sums add up to the total and blocks cover every block tensor") {
-  const json reference = test::read_json("../shared/reference/models.json");
+  const json reference = test::read_presets();
   for (const auto& item : reference.items()) {
     const std::string id = item.key();
     const json& entry = item.value();
@@ -117,9 +119,10 @@ TEST_CASE("group sums add up to the total and blocks cover every block tensor") 
 }
 
 TEST_CASE("active parameters of mixture-of-experts models, by hand") {
-  const json reference = test::read_json("../shared/reference/models.json");
+  const json reference = test::read_presets();
   SUBCASE("Mixtral-8x7B: 2 of 8 experts per token") {
-    auto spec = parse_model_config(reference.at("mistralai/Mixtral-8x7B-v0.1").at("config"), {}, "c");
+    auto spec =
+        parse_model_config(reference.at("mistralai/Mixtral-8x7B-v0.1").at("config"), {}, "c");
     REQUIRE(spec.ok());
     auto c = count_params(spec.value());
     REQUIRE(c.ok());

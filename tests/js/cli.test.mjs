@@ -2,12 +2,12 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cliPath, sharedDir } from './paths.mjs';
+import { cliPath, readPresets } from './paths.mjs';
 
-const reference = JSON.parse(readFileSync(`${sharedDir}reference/models.json`, 'utf8'));
+const reference = readPresets();
 const gpumem = (args, input) => spawnSync(cliPath, args, { encoding: 'utf8', input });
 const scratch = mkdtempSync(join(tmpdir(), 'gpumem-cli-'));
 

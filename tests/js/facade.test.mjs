@@ -1,12 +1,11 @@
 // The ES-module facade over the wasm core, as pages and Node programs use it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile } from 'node:fs/promises';
-import { facadePath, sharedDir } from './paths.mjs';
+import { facadePath, readPresets } from './paths.mjs';
 
 const { loadGpumem, GpumemError, API_VERSION } = await import(facadePath);
 const gpumem = await loadGpumem();
-const reference = JSON.parse(await readFile(`${sharedDir}reference/models.json`, 'utf8'));
+const reference = readPresets();
 
 test('params for a preset returns plain numbers', () => {
   const result = gpumem.params('meta-llama/Llama-2-7b-hf');
@@ -26,7 +25,7 @@ test('a pasted config.json gives the same counts as its preset', () => {
 
 test('every reference model with a published count matches it', () => {
   for (const [id, entry] of Object.entries(reference)) {
-    if (entry.params !== null) assert.equal(gpumem.params(id).total_params, entry.params, id);
+    if (entry.published_params !== null) assert.equal(gpumem.params(id).total_params, entry.published_params, id);
   }
 });
 

@@ -2,14 +2,15 @@
 // carry what the page needs.
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { repoRoot, sharedDir } from './paths.mjs';
 
-const reference = JSON.parse(readFileSync(`${sharedDir}reference/models.json`, 'utf8'));
+const referencePath = `${sharedDir}reference/models.json`;
+const reference = existsSync(referencePath) ? JSON.parse(readFileSync(referencePath, 'utf8')) : null;
 const modelsDir = `${repoRoot}presets/models/`;
 const index = JSON.parse(readFileSync(`${modelsDir}index.json`, 'utf8')).models;
 
-test('one preset file per reference model, same config and sources', () => {
+test('one preset file per reference model, same config and sources', { skip: !reference && 'no ../shared/reference beside this checkout' }, () => {
   const files = readdirSync(modelsDir).filter((f) => f !== 'index.json');
   assert.equal(files.length, Object.keys(reference).length);
   for (const [id, entry] of Object.entries(reference)) {

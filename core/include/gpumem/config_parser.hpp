@@ -3,10 +3,9 @@
 // fallback for unknown types that carry the standard keys.
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "gpumem/model_spec.hpp"
 #include "gpumem/result.hpp"

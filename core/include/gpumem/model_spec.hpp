@@ -30,10 +30,11 @@ enum class tensor_role {
 enum class module_kind { embedding, linear, conv1d, norm, parameter };
 
 struct tensor_spec {
-  std::string name;                // full Hugging Face parameter name, e.g. model.layers.0.mlp.up_proj.weight
+  std::string name;  // full Hugging Face parameter name, e.g. model.layers.0.mlp.up_proj.weight
   tensor_role role;
   module_kind module;
-  std::vector<std::uint64_t> shape;  // as torch reports it ([out, in] for Linear, [in, out] for Conv1D)
+  std::vector<std::uint64_t>
+      shape;       // as torch reports it ([out, in] for Linear, [in, out] for Conv1D)
   int layer = -1;  // index into model_spec::layers (encoder blocks first), -1 outside blocks
   bool is_bias = false;
 
@@ -76,10 +77,10 @@ struct mla_spec {
 };
 
 struct model_spec {
-  std::string model_type;       // config.json model_type
-  std::string architecture;     // transformers class counted, e.g. LlamaForCausalLM
+  std::string model_type;    // config.json model_type
+  std::string architecture;  // transformers class counted, e.g. LlamaForCausalLM
   bool encoder_decoder = false;
-  bool causal = true;           // false for encoders (BERT)
+  bool causal = true;  // false for encoders (BERT)
 
   std::uint64_t vocab_size = 0;
   std::uint64_t hidden_size = 0;
@@ -87,12 +88,12 @@ struct model_spec {
   std::uint64_t num_layers = 0;     // blocks in all stacks
   std::uint64_t num_heads = 0;
   std::uint64_t num_kv_heads = 0;
-  std::uint64_t head_dim = 0;       // q/k head width
+  std::uint64_t head_dim = 0;  // q/k head width
   std::uint64_t v_head_dim = 0;
   std::uint64_t intermediate_size = 0;  // dense MLP width
   std::uint64_t max_positions = 0;      // 0 when the config gives none
   bool gated_mlp = false;               // SwiGLU / GeGLU: three projections
-  bool parallel_block = false;          // attention and MLP read the same input (GPT-J, Falcon, Phi)
+  bool parallel_block = false;  // attention and MLP read the same input (GPT-J, Falcon, Phi)
   norm_kind norm = norm_kind::layer_norm;
   std::string activation;
   bool tied_embeddings = false;
@@ -105,7 +106,7 @@ struct model_spec {
   mla_spec mla_dims;
 
   std::vector<layer_spec> layers;
-  std::vector<tensor_spec> tensors;  // registration order
+  std::vector<tensor_spec> tensors;   // registration order
   std::vector<std::string> warnings;  // how ambiguous or unknown input was read
 };
 

@@ -3,9 +3,8 @@
 // table (presets/gpus.json), embedded at build time by cmake/embed_presets.cmake.
 
 #include <cstddef>
-#include <string>
-
 #include <nlohmann/json_fwd.hpp>
+#include <string>
 
 #include "gpumem/result.hpp"
 

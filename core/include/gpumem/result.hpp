@@ -19,7 +19,7 @@ struct error {
 template <class T>
 class result {
  public:
-  result(T value) : state_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  result(T value) : state_(std::move(value)) {}          // NOLINT(google-explicit-constructor)
   result(error failure) : state_(std::move(failure)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return std::holds_alternative<T>(state_); }

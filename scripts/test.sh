@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test: the doctest suite natively, under ASan+UBSan, and as wasm under node (ctest),
+# then the node:test suites for the facade, the CLI, the presets and the page in Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/build.sh
+scripts/check_format.sh
+export NODE_PATH=/usr/share/nodejs
+[ -f build/native-asan/build.ninja ] || cmake --preset native-asan >/dev/null
+cmake --build --preset native-asan
+for preset in native native-asan wasm; do
+  echo "== ctest --preset $preset"
+  ctest --preset "$preset"
+done
+echo "== node --test"
+node --test tests/js/*.test.mjs
