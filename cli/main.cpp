@@ -27,7 +27,14 @@ Usage:
   gpumem params --model M [--task-head H] [--json]
                                                parameter counts by module group and block;
                                                M is a preset id or a path to config.json
+  gpumem estimate --model M --mode llmem --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
+                  --micro-batch B [--seq-len S] [--gpu G] [--json]
+                                               per-GPU memory of one method, by component
+  gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
+                                               the fastest method that fits, and its batch size
   gpumem run --request FILE|-                  answer any API request (docs/api.md)
+
+  G is a GPU preset id (gpumem gpus; default a100-sxm4-80gb). Sizes are in GiB (2^30 bytes).
   gpumem --version | --help
 )";
 
@@ -200,6 +207,112 @@ int params_command(const arguments& args) {
   return 0;
 }
 
+constexpr const char* default_gpu = "a100-sxm4-80gb";
+
+std::string option(const arguments& args, const char* name, const std::string& fallback) {
+  auto it = args.options.find(name);
+  return it == args.options.end() ? fallback : it->second;
+}
+
+// A numeric option as a JSON number (the core checks its range); text that is not a number is
+// passed as a string so that the core names the field in its error.
+ordered_json number_option(const std::string& text) {
+  const json parsed = json::parse(text, nullptr, false);
+  return parsed.is_number() ? ordered_json(parsed) : ordered_json(text);
+}
+
+std::string gib(const ordered_json& bytes) {
+  return gpumem::cli::fixed(bytes.get<double>() / (1ULL << 30), 2);
+}
+
+// The parts of estimate and plan requests that come from the same options.
+bool training_request(const arguments& args, ordered_json& request) {
+  auto it = args.options.find("model");
+  if (it == args.options.end()) {
+    fail(args.command + " needs --model <preset id | config.json path>");
+    return false;
+  }
+  ordered_json model;
+  std::string problem;
+  if (!model_reference(it->second, model, problem)) {
+    fail(problem);
+    return false;
+  }
+  request["api_version"] = 1;
+  request["command"] = args.command;
+  if (args.options.count("mode")) request["mode"] = args.options.at("mode");
+  request["model"] = model;
+  request["cluster"] = {{"gpu", option(args, "gpu", default_gpu)},
+                        {"gpus", number_option(option(args, "gpus", "1"))}};
+  if (args.options.count("gpus-per-node")) {
+    request["cluster"]["gpus_per_node"] = number_option(args.options.at("gpus-per-node"));
+  }
+  request["workload"] = {{"seq_len", number_option(option(args, "seq-len", "512"))}};
+  return true;
+}
+
+void print_components(const ordered_json& rank) {
+  gpumem::cli::table t({"component", "GiB"});
+  for (const auto& [name, bytes] : rank["components"].items()) t.row({name, gib(bytes)});
+  t.row({"peak per GPU", gib(rank["peak_bytes"])});
+  std::cout << t.render();
+}
+
+int estimate_command(const arguments& args) {
+  ordered_json request;
+  if (!training_request(args, request)) return bad_input;
+  request["parallel"] = {{"method", option(args, "method", "single")}};
+  if (args.options.count("tp")) request["parallel"]["tp"] = number_option(args.options.at("tp"));
+  if (args.options.count("dp-tp-fraction")) {
+    request["parallel"]["dp_tp_fraction"] = args.options.at("dp-tp-fraction");
+  }
+  if (!args.options.count("micro-batch")) return fail("estimate needs --micro-batch B");
+  request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
+  ordered_json response;
+  if (!call(request, response)) return bad_input;
+  print_warnings(response);
+  const auto& r = response["result"];
+  if (args.json_output) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << r["model"].value("id", r["model"].value("name", "")) << ", "
+            << r["parallel"]["method"].get<std::string>() << " on " << r["cluster"]["gpus"] << " x "
+            << r["cluster"]["gpu"]["name"].get<std::string>() << ", micro-batch "
+            << r["workload"]["micro_batch"] << ", sequence " << r["workload"]["seq_len"] << "\n\n";
+  for (const auto& rank : r["per_gpu"]) {
+    std::cout << "ranks " << rank["ranks"]["first"] << "-" << rank["ranks"]["last"] << ":\n";
+    print_components(rank);
+  }
+  std::cout << "\n"
+            << (r["fits"].get<bool>() ? "fits" : "does NOT fit") << " in "
+            << gib(r["cluster"]["usable_bytes"]) << " GiB per GPU; about "
+            << gpumem::cli::fixed(r["step_time"]["tokens_per_s"].get<double>(), 0) << " tokens/s\n";
+  return 0;
+}
+
+int plan_command(const arguments& args) {
+  ordered_json request;
+  if (!training_request(args, request)) return bad_input;
+  ordered_json response;
+  if (!call(request, response)) return bad_input;
+  print_warnings(response);
+  const auto& r = response["result"];
+  if (args.json_output) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  gpumem::cli::table t({"method", "tp", "fits", "max micro-batch", "peak GiB", "tokens/s"});
+  for (const auto& c : r["candidates"]) {
+    t.row({c["method"], std::to_string(c["tp"].get<int>()),
+           c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
+           std::to_string(c["max_micro_batch"].get<std::uint64_t>()), gib(c["peak_bytes"]),
+           gpumem::cli::fixed(c["tokens_per_s"].get<double>(), 0)});
+  }
+  std::cout << t.render() << "\n" << r["reason"].get<std::string>() << "\n";
+  return 0;
+}
+
 int run_command(const arguments& args) {
   auto it = args.options.find("request");
   if (it == args.options.end()) return fail("run needs --request FILE (or - for stdin)");
@@ -229,5 +342,7 @@ int main(int argc, char** argv) {
   if (args.command == "gpus") return gpus_command(args);
   if (args.command == "params") return params_command(args);
   if (args.command == "run") return run_command(args);
+  if (args.command == "estimate") return estimate_command(args);
+  if (args.command == "plan") return plan_command(args);
   return fail("unknown command '" + args.command + "'\n" + usage);
 }

@@ -97,7 +97,8 @@ result<model_spec> parse_model_config(const nlohmann::json& config, const model_
     build_llama_like(cfg, spec);
     spec.architecture = "LlamaForCausalLM (fallback)";
   }
-  if (auto problem = cfg.problem(spec.model_type.empty() ? "(none)" : spec.model_type)) {
+  if (auto problem = cfg.problem("required for model_type '" +
+                                 (spec.model_type.empty() ? "(none)" : spec.model_type) + "'")) {
     return *problem;
   }
   return spec;

@@ -16,8 +16,8 @@ std::string shown(const json& value) {
 
 }  // namespace
 
-config_reader::config_reader(const json& config, std::string field_prefix)
-    : config_(config), prefix_(std::move(field_prefix)) {}
+config_reader::config_reader(const json& config, std::string field_prefix, std::string code_prefix)
+    : config_(config), prefix_(std::move(field_prefix)), code_prefix_(std::move(code_prefix)) {}
 
 bool config_reader::has(const char* key) const {
   auto it = config_.find(key);
@@ -58,7 +58,7 @@ std::uint64_t config_reader::integer(const json& value, const char* key, std::ui
     }
   }
   if (!in_range) {
-    fail("config.invalid_value", key,
+    fail(code_prefix_ + ".invalid_value", key,
          "[" + field(key) + "] must be an integer in " + std::to_string(min) + ".." +
              std::to_string(max) + ", got " + shown(value));
     return min;
@@ -88,7 +88,7 @@ bool config_reader::flag(const char* key, bool fallback) {
   if (!has(key)) return fallback;
   const json& value = config_.at(key);
   if (!value.is_boolean()) {
-    fail("config.invalid_value", key,
+    fail(code_prefix_ + ".invalid_value", key,
          "[" + field(key) + "] must be true or false, got " + shown(value));
     return fallback;
   }
@@ -100,7 +100,7 @@ double config_reader::fraction(std::initializer_list<const char*> keys) {
   const json* value = find(keys, &key);
   if (value == nullptr) return 0.0;
   if (!value->is_number() || value->get<double>() < 0.0 || value->get<double>() > 1.0) {
-    fail("config.invalid_value", key,
+    fail(code_prefix_ + ".invalid_value", key,
          "[" + field(key) + "] must be a probability in 0..1, got " + shown(*value));
     return 0.0;
   }
@@ -111,7 +111,8 @@ std::string config_reader::text(const char* key, const std::string& fallback) {
   if (!has(key)) return fallback;
   const json& value = config_.at(key);
   if (!value.is_string()) {
-    fail("config.invalid_value", key, "[" + field(key) + "] must be a string, got " + shown(value));
+    fail(code_prefix_ + ".invalid_value", key,
+         "[" + field(key) + "] must be a string, got " + shown(value));
     return fallback;
   }
   return value.get<std::string>();
@@ -122,7 +123,8 @@ std::vector<std::uint64_t> config_reader::index_list(const char* key, std::uint6
   if (!has(key)) return out;
   const json& value = config_.at(key);
   if (!value.is_array()) {
-    fail("config.invalid_value", key, "[" + field(key) + "] must be a list of layer indices");
+    fail(code_prefix_ + ".invalid_value", key,
+         "[" + field(key) + "] must be a list of layer indices");
     return out;
   }
   for (const json& item : value) out.push_back(integer(item, key, 0, max));
@@ -134,12 +136,12 @@ std::vector<std::string> config_reader::text_list(const char* key) {
   if (!has(key)) return out;
   const json& value = config_.at(key);
   if (!value.is_array()) {
-    fail("config.invalid_value", key, "[" + field(key) + "] must be a list of strings");
+    fail(code_prefix_ + ".invalid_value", key, "[" + field(key) + "] must be a list of strings");
     return out;
   }
   for (const json& item : value) {
     if (!item.is_string()) {
-      fail("config.invalid_value", key, "[" + field(key) + "] must be a list of strings");
+      fail(code_prefix_ + ".invalid_value", key, "[" + field(key) + "] must be a list of strings");
       return {};
     }
     out.push_back(item.get<std::string>());
@@ -147,15 +149,28 @@ std::vector<std::string> config_reader::text_list(const char* key) {
   return out;
 }
 
-std::optional<error> config_reader::problem(const std::string& model_type) const {
+std::optional<error> config_reader::problem(const std::string& purpose) const {
   if (!missing_.empty()) {
     std::string keys;
     for (const auto& key : missing_) keys += (keys.empty() ? "" : ", ") + key;
-    return error{
-        "config.missing_keys", prefix_,
-        "[" + prefix_ + "] lacks " + keys + ", required for model_type '" + model_type + "'"};
+    const bool config = code_prefix_ == "config";
+    return error{code_prefix_ + (config ? ".missing_keys" : ".missing_field"),
+                 missing_.size() == 1 && !config ? field(missing_.front()) : prefix_,
+                 "[" + prefix_ + "] lacks " + keys + (purpose.empty() ? "" : ", " + purpose)};
   }
   return first_;
+}
+
+double config_reader::number(const char* key, double fallback, double min, double max) {
+  if (!has(key)) return fallback;
+  const json& value = config_.at(key);
+  if (!value.is_number() || !(value.get<double>() >= min) || !(value.get<double>() <= max)) {
+    fail(code_prefix_ + ".invalid_value", key,
+         "[" + field(key) + "] must be a number in " + json(min).dump() + ".." + json(max).dump() +
+             ", got " + shown(value));
+    return fallback;
+  }
+  return value.get<double>();
 }
 
 }  // namespace gpumem

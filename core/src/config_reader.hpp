@@ -26,7 +26,9 @@ inline constexpr std::uint64_t max_positions = 1ULL << 27;
 
 class config_reader {
  public:
-  config_reader(const nlohmann::json& config, std::string field_prefix);
+  // `code_prefix` starts the error codes ("config" or "request").
+  config_reader(const nlohmann::json& config, std::string field_prefix,
+                std::string code_prefix = "config");
 
   bool has(const char* key) const;  // present and not null
 
@@ -38,6 +40,8 @@ class config_reader {
                          std::uint64_t max, std::uint64_t min = 1);
   bool flag(const char* key, bool fallback);
   double fraction(std::initializer_list<const char*> keys);  // dropout probabilities in [0, 1]
+  // A number in [min, max] (max exclusive of nothing: both ends accepted), else `fallback`.
+  double number(const char* key, double fallback, double min, double max);
   std::string text(const char* key, const std::string& fallback);
   std::vector<std::uint64_t> index_list(const char* key, std::uint64_t max);
   std::vector<std::string> text_list(const char* key);
@@ -45,8 +49,9 @@ class config_reader {
   void fail(std::string code, const std::string& key, std::string message);
   std::string field(const std::string& key) const { return prefix_ + "." + key; }
 
-  // The problems found, missing keys first; empty when the config was read cleanly.
-  std::optional<error> problem(const std::string& model_type) const;
+  // The problems found, missing keys first; empty when the config was read cleanly. `purpose`
+  // ends the missing-keys message, e.g. "required for model_type 'opt'".
+  std::optional<error> problem(const std::string& purpose) const;
 
  private:
   const nlohmann::json* find(std::initializer_list<const char*> keys, const char** found) const;
@@ -55,6 +60,7 @@ class config_reader {
 
   const nlohmann::json& config_;
   std::string prefix_;
+  std::string code_prefix_;
   std::vector<std::string> missing_;
   std::optional<error> first_;
 };

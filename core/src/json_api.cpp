@@ -3,10 +3,14 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "estimate_json.hpp"
 #include "gpumem/config_parser.hpp"
+#include "gpumem/llmem.hpp"
 #include "gpumem/param_count.hpp"
+#include "gpumem/planner.hpp"
 #include "gpumem/preset_catalog.hpp"
 #include "model_json.hpp"
+#include "request_reader.hpp"
 
 namespace gpumem {
 
@@ -55,22 +59,6 @@ std::string respond(const std::string& command, ordered_json result, const order
   return out.dump();
 }
 
-// Rejects fields the command does not know, so a typo is never silently ignored.
-std::optional<error> unknown_fields(const json& object, const std::string& where,
-                                    std::initializer_list<const char*> accepted) {
-  for (const auto& item : object.items()) {
-    bool known = false;
-    for (const char* name : accepted) known = known || item.key() == name;
-    if (!known) {
-      std::string list;
-      for (const char* name : accepted) list += (list.empty() ? "" : ", ") + std::string(name);
-      return error{"request.unknown_field", where + "." + item.key(),
-                   "[" + where + "." + item.key() + "] is not a field here; accepted: " + list};
-    }
-  }
-  return std::nullopt;
-}
-
 struct resolved_model {
   model_spec spec;
   ordered_json identity;  // id / name / source of the config
@@ -103,7 +91,7 @@ result<resolved_model> resolve_model(const json& request) {
     }
     config = found.at("config");
   } else if (model.is_object() && model.contains("config")) {
-    if (auto e = unknown_fields(model, "model", {"config", "name", "task_head", "num_labels"})) {
+    if (auto e = unknown_keys(model, "model", {"config", "name", "task_head", "num_labels"})) {
       return *e;
     }
     config = model.at("config");
@@ -139,7 +127,7 @@ result<resolved_model> resolve_model(const json& request) {
 }
 
 std::string params_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command", "model"})) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "model"})) {
     return respond_error(*e);
   }
   auto model = resolve_model(request);
@@ -151,9 +139,119 @@ std::string params_command(const json& request) {
   return respond("params", std::move(result), ordered_json(model.value().spec.warnings));
 }
 
-std::string models_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command"}))
+// The parts every training request shares, read and checked.
+struct training_context {
+  resolved_model model;
+  param_count counts;
+  cluster_spec cluster;
+  plan_settings settings;
+  std::vector<std::string> warnings;
+};
+
+result<training_context> read_training(const json& request) {
+  auto mode = read_mode(request);
+  if (!mode.ok()) return mode.failure();
+  if (mode.value() != "llmem") {
+    return error{"mode.unavailable", "mode",
+                 "[mode] \"detailed\" is not available yet in this version; use \"llmem\" "
+                 "(LLMem's estimator for Colossal-AI Gemini fine-tuning)"};
+  }
+  auto model = resolve_model(request);
+  if (!model.ok()) return model.failure();
+  auto counts = count_params(model.value().spec);
+  if (!counts.ok()) return counts.failure();
+  auto cluster = read_cluster(request);
+  if (!cluster.ok()) return cluster.failure();
+  auto settings = read_options(request);
+  if (!settings.ok()) return settings.failure();
+  std::vector<std::string> warnings = model.value().spec.warnings;
+  return training_context{std::move(model.value()), counts.value(), cluster.value(),
+                          settings.value(), std::move(warnings)};
+}
+
+ordered_json model_identity(const training_context& c) {
+  ordered_json out = c.model.identity;
+  out["architecture"] = c.model.spec.architecture;
+  out["total_params"] = c.counts.total;
+  return out;
+}
+
+std::string estimate_command(const json& request) {
+  if (auto e = unknown_keys(request, "",
+                            {"api_version", "command", "mode", "model", "cluster", "parallel",
+                             "workload", "options"})) {
     return respond_error(*e);
+  }
+  auto context = read_training(request);
+  if (!context.ok()) return respond_error(context.failure());
+  auto& c = context.value();
+  auto parallel = read_parallel(request);
+  if (!parallel.ok()) return respond_error(parallel.failure());
+  auto workload = read_training_workload(request, c.model.spec, false, c.warnings);
+  if (!workload.ok()) return respond_error(workload.failure());
+  auto model = prepare_llmem(c.model.spec);
+  if (!model.ok()) return respond_error(model.failure());
+  auto fixed =
+      llmem_fixed_terms(model.value(), c.cluster, parallel.value(), workload.value().seq_len);
+  if (!fixed.ok()) return respond_error(fixed.failure());
+  for (const auto& w : model.value().warnings) c.warnings.push_back(w);
+  const auto rank = llmem_estimate(model.value(), fixed.value(), c.cluster,
+                                   workload.value().micro_batch, workload.value().seq_len);
+  const auto speed =
+      estimate_step_time(c.model.spec, c.counts, c.cluster, fixed.value().parallel,
+                         workload.value().micro_batch, workload.value().seq_len, c.settings.speed);
+  ordered_json result;
+  result["mode"] = "llmem";
+  result["metric"] = "device_used";
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result["parallel"] = {
+      {"method", method_name(fixed.value().parallel.method)},
+      {"tp", fixed.value().parallel.tp},
+      {"dp", fixed.value().dp_degree},
+      {"dp_tp_fraction", parallel.value().exact_dp_tp_fraction ? "exact" : "llmem"}};
+  result["workload"] = {{"phase", "train"},
+                        {"micro_batch", workload.value().micro_batch},
+                        {"seq_len", workload.value().seq_len}};
+  result["peak_bytes"] = rank.peak_bytes;
+  result["fits"] = rank.fits;
+  result["per_gpu"] = ordered_json::array({rank_json(rank)});
+  result["m_init"] = m_init_json(fixed.value());
+  result["step_time"] = step_time_json(speed);
+  result["notes"] = llmem_component_notes();
+  return respond("estimate", std::move(result), ordered_json(c.warnings));
+}
+
+std::string plan_command(const json& request) {
+  if (auto e = unknown_keys(
+          request, "",
+          {"api_version", "command", "mode", "model", "cluster", "workload", "options"})) {
+    return respond_error(*e);
+  }
+  auto context = read_training(request);
+  if (!context.ok()) return respond_error(context.failure());
+  auto& c = context.value();
+  auto workload = read_training_workload(request, c.model.spec, true, c.warnings);
+  if (!workload.ok()) return respond_error(workload.failure());
+  plan_options options;
+  options.seq_len = workload.value().seq_len;
+  options.max_micro_batch = c.settings.max_micro_batch;
+  options.speed = c.settings.speed;
+  auto plan = plan_llmem(c.model.spec, c.counts, c.cluster, options);
+  if (!plan.ok()) return respond_error(plan.failure());
+  for (const auto& w : plan.value().warnings) c.warnings.push_back(w);
+  ordered_json result = plan_json(plan.value());
+  result["mode"] = "llmem";
+  result["metric"] = "device_used";
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result["workload"] = {{"phase", "train"}, {"seq_len", options.seq_len}};
+  result["notes"] = llmem_component_notes();
+  return respond("plan", std::move(result), ordered_json(c.warnings));
+}
+
+std::string models_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   ordered_json list = ordered_json::array();
   for (const auto& preset : all_model_presets()) {
     auto spec =
@@ -174,18 +272,16 @@ std::string models_command(const json& request) {
 }
 
 std::string gpus_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command"}))
-    return respond_error(*e);
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   return respond("gpus", gpu_presets(), ordered_json::array());
 }
 
 std::string version_command(const json& request) {
-  if (auto e = unknown_fields(request, "request", {"api_version", "command"}))
-    return respond_error(*e);
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   ordered_json types = supported_model_types();
   return respond("version",
                  {{"api_version", api_version},
-                  {"commands", {"params", "models", "gpus", "version"}},
+                  {"commands", {"params", "estimate", "plan", "models", "gpus", "version"}},
                   {"model_types", types}},
                  ordered_json::array());
 }
@@ -212,17 +308,21 @@ std::string handle_request(const std::string& request_json) {
                           "[api_version] must be 1, got " + request.at("api_version").dump()});
   }
   if (!request.contains("command") || !request.at("command").is_string()) {
-    return respond_error({"request.missing_field", "command",
-                          "[command] is required: one of params, models, gpus, version"});
+    return respond_error(
+        {"request.missing_field", "command",
+         "[command] is required: one of params, estimate, plan, models, gpus, version"});
   }
   const std::string command = request.at("command").get<std::string>();
   if (command == "params") return params_command(request);
   if (command == "models") return models_command(request);
   if (command == "gpus") return gpus_command(request);
   if (command == "version") return version_command(request);
+  if (command == "estimate") return estimate_command(request);
+  if (command == "plan") return plan_command(request);
   return respond_error(
       {"request.unknown_command", "command",
-       "[command] must be one of params, models, gpus, version; got '" + command + "'"});
+       "[command] must be one of params, estimate, plan, models, gpus, version; got '" + command +
+           "'"});
 }
 
 }  // namespace gpumem

@@ -94,7 +94,7 @@ TEST_CASE("envelope errors") {
               "command");
   check_error(call({{"api_version", 1}, {"command", "params"}}), "request.missing_field", "model");
   check_error(call({{"api_version", 1}, {"command", "params"}, {"model", "gpt2"}, {"modle", 1}}),
-              "request.unknown_field", "request.modle");
+              "request.unknown_field", "modle");
   check_error(call(params_request(42)), "request.invalid_type", "model");
   check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"nmae", "x"}})),
               "request.unknown_field", "model.nmae");

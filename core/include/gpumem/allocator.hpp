@@ -1,0 +1,68 @@
+#pragma once
+// PyTorch's CUDA caching allocator, as far as memory sizes go (c10/cuda/CUDACachingAllocator.cpp):
+// - every request is rounded up to a multiple of 512 bytes (kMinBlockSize);
+// - requests up to 1 MiB (kSmallSize) come from the small pool, whose segments are 2 MiB
+//   (kSmallBuffer); larger requests come from the large pool, whose segments are 20 MiB
+//   (kLargeBuffer) for requests under 10 MiB (kMinLargeAlloc) and the request rounded up to
+//   2 MiB (kRoundLarge) otherwise;
+// - a free block is reused best-fit (the smallest that is large enough); what remains is split
+//   off as a new free block when it is larger than 512 bytes (small pool) or 1 MiB (large pool),
+//   otherwise it stays part of the allocated block.
+// "allocated" counts the blocks handed out (torch.cuda.memory_allocated), "reserved" the segments
+// obtained with cudaMalloc (torch.cuda.memory_reserved).
+
+#include <cstdint>
+#include <vector>
+
+namespace gpumem {
+
+inline constexpr std::uint64_t kib = 1024;
+inline constexpr std::uint64_t mib = 1024 * kib;
+inline constexpr std::uint64_t gib = 1024 * mib;
+
+inline constexpr std::uint64_t allocator_block_round = 512;
+inline constexpr std::uint64_t allocator_small_size = 1 * mib;
+inline constexpr std::uint64_t allocator_small_segment = 2 * mib;
+inline constexpr std::uint64_t allocator_large_segment = 20 * mib;
+inline constexpr std::uint64_t allocator_min_large_alloc = 10 * mib;
+inline constexpr std::uint64_t allocator_round_large = 2 * mib;
+
+// The request size after the allocator's 512-byte rounding (0 stays 0).
+std::uint64_t allocator_round(std::uint64_t bytes);
+
+// The cudaMalloc size of a fresh segment for a request of `bytes`.
+std::uint64_t allocator_segment_size(std::uint64_t bytes);
+
+// Replays a sequence of allocations and frees against the caching allocator and tracks the
+// allocated and reserved bytes and their peaks. Segments are never released (no empty_cache),
+// as in a training loop.
+class caching_allocator {
+ public:
+  // Returns a handle for free().
+  int allocate(std::uint64_t bytes);
+  void free(int handle);
+
+  std::uint64_t allocated() const { return allocated_; }
+  std::uint64_t reserved() const { return reserved_; }
+  std::uint64_t peak_allocated() const { return peak_allocated_; }
+  std::uint64_t peak_reserved() const { return peak_reserved_; }
+
+ private:
+  struct block {
+    int segment;
+    std::uint64_t offset;  // within its segment
+    std::uint64_t size;    // 0 once merged into a neighbour
+    bool small_pool;
+    bool free;
+  };
+  int take(std::uint64_t size, bool small_pool);
+
+  std::vector<block> blocks_;
+  std::uint64_t allocated_ = 0;
+  std::uint64_t reserved_ = 0;
+  std::uint64_t peak_allocated_ = 0;
+  std::uint64_t peak_reserved_ = 0;
+  int segments_ = 0;
+};
+
+}  // namespace gpumem

@@ -1,0 +1,38 @@
+#pragma once
+// The machines an estimate is for: one GPU type (a preset from presets/gpus.json or custom
+// figures) times a number of GPUs, and the runtime memory the CUDA driver takes on each.
+
+#include <cstdint>
+#include <string>
+
+namespace gpumem {
+
+struct gpu_spec {
+  std::string id;  // preset id, or "custom"
+  std::string name;
+  std::string architecture;        // volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3
+  std::uint64_t memory_bytes = 0;  // total the driver reports (nvidia-smi)
+  double fp16_dense_flops = 0;     // tensor-core, dense, fp32 accumulate
+  double bf16_dense_flops = 0;     // 0 when the GPU has no bf16 tensor cores
+  double memory_bandwidth_bytes_per_s = 0;
+  double link_bandwidth_bytes_per_s = 0;  // intra-node, per direction (NVLink or PCIe)
+  double host_link_bandwidth_bytes_per_s = 0;
+};
+
+struct cluster_spec {
+  gpu_spec gpu;
+  std::uint64_t gpus = 1;           // ranks in the job
+  std::uint64_t gpus_per_node = 0;  // 0: all on one node
+  // Per-GPU bandwidth between nodes, per direction. Default 25e9 B/s: one 200 Gb/s
+  // InfiniBand HDR adapter per GPU, as in NVIDIA DGX A100 (8 HDR ports for 8 GPUs).
+  double inter_node_bandwidth_bytes_per_s = 25e9;
+  std::uint64_t cuda_context_bytes = 0;  // device memory of the CUDA context per process
+  std::uint64_t headroom_bytes = 0;      // kept free: usable = memory_bytes - headroom_bytes
+};
+
+// The device memory a PyTorch process holds for its CUDA context (driver, kernels loaded
+// lazily, as PyTorch >= 1.13 sets CUDA_MODULE_LOADING=LAZY), by GPU architecture, before any
+// tensor: nvidia-smi's "used" minus the allocator's reserved bytes. Sources in the .cpp.
+std::uint64_t default_cuda_context_bytes(const std::string& architecture);
+
+}  // namespace gpumem

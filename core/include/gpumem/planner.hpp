@@ -1,0 +1,64 @@
+#pragma once
+// LLMem's Algorithm 1 made explicit: for each distributed method the largest micro-batch that
+// fits, its per-GPU peak and estimated speed; the choice is the fastest method that fits, and
+// when none fits at batch 1, the CPU offload that would.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpumem/estimate.hpp"
+#include "gpumem/hardware.hpp"
+#include "gpumem/llmem.hpp"
+#include "gpumem/model_spec.hpp"
+#include "gpumem/param_count.hpp"
+#include "gpumem/result.hpp"
+#include "gpumem/step_time.hpp"
+
+namespace gpumem {
+
+struct plan_candidate {
+  parallel_config parallel;
+  bool valid = true;  // false: the method cannot run here (see note)
+  std::string note;   // why not, when not valid
+  std::uint64_t max_micro_batch = 0;
+  rank_estimate at_max;  // the estimate at max_micro_batch (at 1 when nothing fits)
+  step_time speed;       // at max_micro_batch
+  bool fits = false;
+};
+
+// What moves to host memory when nothing fits on the GPUs.
+struct offload_advice {
+  bool needed = false;
+  bool sufficient = false;           // the GPUs fit once it moves
+  std::string method;                // the method it applies to
+  std::string moves;                 // which state, in words
+  std::uint64_t gpu_peak_bytes = 0;  // per GPU at batch 1 after the move
+  std::uint64_t host_bytes_per_gpu = 0;
+  std::uint64_t host_bytes_per_node = 0;
+  std::string summary;
+};
+
+struct plan_result {
+  std::vector<plan_candidate> candidates;
+  int choice = -1;  // index into candidates, -1 when nothing fits
+  std::string reason;
+  offload_advice offload;
+  std::vector<std::string> warnings;
+};
+
+struct plan_options {
+  std::uint64_t seq_len = 512;
+  std::uint64_t max_micro_batch = 4096;  // search limit
+  step_time_options speed;
+  bool exact_dp_tp_fraction = false;
+};
+
+// The methods LLMem considers for `gpus` GPUs: single for one GPU; otherwise CDP, ADP, TP over
+// all GPUs and DP+TP for every T dividing the GPU count with 1 < T < gpus.
+std::vector<parallel_config> candidate_methods(std::uint64_t gpus);
+
+result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts,
+                               const cluster_spec& cluster, const plan_options& options);
+
+}  // namespace gpumem

@@ -1,0 +1,51 @@
+#pragma once
+// How long one training step takes, to rank the methods that fit (LLMem's Algorithm 1 chooses
+// the fastest). A roofline-style model, stated in docs/step_time.md:
+// - compute: FLOPs per token (6 per matmul parameter for forward and backward, plus attention's
+//   12 L s d; recomputation adds one more forward) at the GPU's dense fp16/bf16 peak times a
+//   model-FLOPs utilisation;
+// - communication: the bytes each GPU sends in the method's collectives (ring algorithms) over
+//   the intra-node link, or the inter-node link for collectives that span nodes;
+// - overlap: DDP hides gradient all-reduce behind the backward pass, ZeRO-3 / Gemini prefetch
+//   hides parameter gathers behind compute; tensor-parallel collectives are on the critical path.
+
+#include <cstdint>
+
+#include "gpumem/estimate.hpp"
+#include "gpumem/hardware.hpp"
+#include "gpumem/model_spec.hpp"
+#include "gpumem/param_count.hpp"
+
+namespace gpumem {
+
+// Default model-FLOPs utilisation: typical of well-tuned large-model training on A100/H100
+// (PaLM: 46.2 % MFU, Chowdhery et al. 2022, Table 3; Megatron-LM: 52 % of peak for GPT-3 175B
+// on A100, Narayanan et al. 2021; IBM/PyTorch FSDP Llama-2-7B: 57 %, pytorch.org blog
+// "Maximizing training throughput using PyTorch FSDP", 2024).
+inline constexpr double default_mfu = 0.45;
+
+struct step_time_options {
+  double mfu = default_mfu;
+  bool recompute = true;  // gradient checkpointing (LLMem: always on)
+  bool bf16 = false;      // bf16 tensor-core peak instead of fp16
+  // Colossal-AI 1D TP as LLMem runs it splits every Linear's input and all-reduces its output;
+  // false: Megatron-style, two all-reduces per block in forward and two in backward.
+  bool all_reduce_every_linear = true;
+};
+
+struct step_time {
+  double flops_per_token = 0;          // forward + backward (+ recompute) per token, whole model
+  double compute_s = 0;                // per GPU
+  double communication_s = 0;          // all collectives, per GPU
+  double exposed_communication_s = 0;  // not hidden behind compute
+  double step_s = 0;
+  double tokens_per_s = 0;  // whole job
+  double tokens_per_s_per_gpu = 0;
+};
+
+step_time estimate_step_time(const model_spec& spec, const param_count& counts,
+                             const cluster_spec& cluster, const parallel_config& parallel,
+                             std::uint64_t micro_batch, std::uint64_t seq_len,
+                             const step_time_options& options);
+
+}  // namespace gpumem

@@ -1,0 +1,123 @@
+#include "estimate_json.hpp"
+
+namespace gpumem {
+
+using nlohmann::ordered_json;
+
+ordered_json cluster_json(const cluster_spec& c) {
+  return {{"gpu",
+           {{"id", c.gpu.id},
+            {"name", c.gpu.name},
+            {"architecture", c.gpu.architecture},
+            {"memory_bytes", c.gpu.memory_bytes}}},
+          {"gpus", c.gpus},
+          {"gpus_per_node", c.gpus_per_node},
+          {"cuda_context_bytes", c.cuda_context_bytes},
+          {"headroom_bytes", c.headroom_bytes},
+          {"usable_bytes", c.gpu.memory_bytes - c.headroom_bytes}};
+}
+
+ordered_json rank_json(const rank_estimate& rank) {
+  ordered_json components = ordered_json::object();
+  for (const auto& c : rank.components) components[c.name] = c.bytes;
+  return {{"rank", rank.first_rank},
+          {"ranks", {{"first", rank.first_rank}, {"last", rank.last_rank}}},
+          {"peak_bytes", rank.peak_bytes},
+          {"fits", rank.fits},
+          {"components", std::move(components)}};
+}
+
+ordered_json step_time_json(const step_time& s) {
+  return {{"step_s", s.step_s},
+          {"compute_s", s.compute_s},
+          {"communication_s", s.communication_s},
+          {"exposed_communication_s", s.exposed_communication_s},
+          {"tokens_per_s", s.tokens_per_s},
+          {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
+          {"flops_per_token", s.flops_per_token}};
+}
+
+ordered_json m_init_json(const llmem_fixed& f) {
+  return {{"bytes", f.m_init},
+          {"cuda_context", f.cuda_context},
+          {"model_buffers", f.model_buffers},
+          {"fp16_chunks", f.fp16_chunks},
+          {"fp32_chunks", f.fp32_chunks},
+          {"allocator_rounding", f.allocator_rounding},
+          {"gemini",
+           {{"chunk_size_elements", f.chunk_size_elements},
+            {"chunks_per_dtype", f.chunk_count},
+            {"dp_degree", f.dp_degree},
+            {"keep_gathered", f.keep_gathered}}}};
+}
+
+ordered_json llmem_component_notes() {
+  return {
+      {"m_init",
+       "CUDA context (per GPU architecture) + model buffers + Colossal-AI Gemini's fp16 "
+       "and fp32 parameter chunks on this rank, through PyTorch's caching allocator "
+       "(LLMem measures this after booster.boost; gpumem computes it: Gemini "
+       "search_utils.py / manager.py / chunk.py, v0.3.0)"},
+      {"optimizer_states",
+       "Adam's two fp32 moments per selected tensor, 2 x R(4n/N) (LLMem "
+       "size_estimator.py; HybridAdam creates them on the first step)"},
+      {"gathered_params",
+       "fp16 parameters re-gathered from the other ranks: ADP R(R(2n)(N-1)/N), "
+       "DP+TP R(R(2n)((N-T)/N - 1/N)) (LLMem size_estimator.py)"},
+      {"lm_head_weight",
+       "the last selected tensor (the LM head) in fp16, R(2n) (LLMem "
+       "size_estimator.py)"},
+      {"input", "int64 token ids of the two-sample probe batch, R(16 s) (LLMem size_estimator.py)"},
+      {"activations",
+       "what gradient checkpointing keeps: the embedding output twice, the input of "
+       "blocks 2..L and the last hidden state, fp16 (LLMem size_estimator.py)"},
+      {"logits_and_loss",
+       "logits, their shifted copy and cross-entropy's buffer, "
+       "R(eBsV) + 2R(eB(s-1)V), e = 4 for CodeGen and GPT-Neo, else 2 (LLMem "
+       "size_estimator.py)"},
+      {"tp_gather_buffers",
+       "backward all-gather of the split activation gradient per block "
+       "boundary, (L-1) R(2BsH(T-1)/T) (LLMem size_estimator.py)"},
+  };
+}
+
+ordered_json plan_json(const plan_result& plan) {
+  ordered_json candidates = ordered_json::array();
+  for (const auto& c : plan.candidates) {
+    ordered_json entry = {{"method", method_name(c.parallel.method)},
+                          {"tp", c.parallel.tp},
+                          {"valid", c.valid},
+                          {"fits", c.fits},
+                          {"max_micro_batch", c.max_micro_batch},
+                          {"peak_bytes", c.at_max.peak_bytes},
+                          {"tokens_per_s", c.speed.tokens_per_s},
+                          {"tokens_per_s_per_gpu", c.speed.tokens_per_s_per_gpu},
+                          {"step_s", c.speed.step_s}};
+    if (!c.valid) entry["note"] = c.note;
+    entry["per_gpu"] = ordered_json::array({rank_json(c.at_max)});
+    entry["step_time"] = step_time_json(c.speed);
+    candidates.push_back(std::move(entry));
+  }
+  ordered_json choice = nullptr;
+  if (plan.choice >= 0) {
+    const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
+    choice = {{"method", method_name(c.parallel.method)}, {"tp", c.parallel.tp},
+              {"max_micro_batch", c.max_micro_batch},     {"peak_bytes", c.at_max.peak_bytes},
+              {"tokens_per_s", c.speed.tokens_per_s},     {"reason", plan.reason}};
+  }
+  ordered_json offload = nullptr;
+  if (plan.offload.needed) {
+    offload = {{"method", plan.offload.method},
+               {"moves", plan.offload.moves},
+               {"sufficient", plan.offload.sufficient},
+               {"gpu_peak_bytes", plan.offload.gpu_peak_bytes},
+               {"host_bytes_per_gpu", plan.offload.host_bytes_per_gpu},
+               {"host_bytes_per_node", plan.offload.host_bytes_per_node}};
+  }
+  return {{"choice", std::move(choice)},
+          {"reason", plan.reason},
+          {"offload", std::move(offload)},
+          {"candidates", std::move(candidates)}};
+}
+
+}  // namespace gpumem

@@ -1,0 +1,21 @@
+#pragma once
+// Estimates, plans and step times as the JSON the API returns (docs/api.md).
+
+#include <nlohmann/json.hpp>
+
+#include "gpumem/hardware.hpp"
+#include "gpumem/llmem.hpp"
+#include "gpumem/planner.hpp"
+#include "gpumem/step_time.hpp"
+
+namespace gpumem {
+
+nlohmann::ordered_json cluster_json(const cluster_spec& cluster);
+nlohmann::ordered_json rank_json(const rank_estimate& rank);
+nlohmann::ordered_json step_time_json(const step_time& speed);
+nlohmann::ordered_json m_init_json(const llmem_fixed& fixed);
+// One line per LLMem component: what it holds and where its formula comes from.
+nlohmann::ordered_json llmem_component_notes();
+nlohmann::ordered_json plan_json(const plan_result& plan);
+
+}  // namespace gpumem

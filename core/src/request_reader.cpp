@@ -1,0 +1,237 @@
+#include "request_reader.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "config_reader.hpp"
+#include "gpumem/preset_catalog.hpp"
+
+namespace gpumem {
+
+using nlohmann::json;
+
+namespace {
+
+const json& member(const json& request, const char* key) {
+  static const json empty = json::object();
+  auto it = request.find(key);
+  return it == request.end() ? empty : *it;
+}
+
+std::optional<error> check_object(const json& request, const char* key) {
+  if (request.contains(key) && !request.at(key).is_object()) {
+    return error{"request.invalid_type", key, "[" + std::string(key) + "] must be an object"};
+  }
+  return std::nullopt;
+}
+
+// Fields of a GPU preset, overridable in a request.
+void read_gpu_fields(config_reader& in, gpu_spec& gpu) {
+  gpu.memory_bytes =
+      in.optional({"memory_bytes"}, gpu.memory_bytes, 1ULL << 44, 1ULL << 28);  // 256 MiB..16 TiB
+  gpu.fp16_dense_flops = in.number("fp16_dense_flops", gpu.fp16_dense_flops, 1e9, 1e17);
+  gpu.bf16_dense_flops = in.number("bf16_dense_flops", gpu.bf16_dense_flops, 0, 1e17);
+  gpu.memory_bandwidth_bytes_per_s =
+      in.number("memory_bandwidth_bytes_per_s", gpu.memory_bandwidth_bytes_per_s, 1e9, 1e15);
+  gpu.link_bandwidth_bytes_per_s =
+      in.number("link_bandwidth_bytes_per_s", gpu.link_bandwidth_bytes_per_s, 1e8, 1e14);
+  gpu.host_link_bandwidth_bytes_per_s =
+      in.number("host_link_bandwidth_bytes_per_s", gpu.host_link_bandwidth_bytes_per_s, 1e8, 1e14);
+  gpu.architecture = in.text("architecture", gpu.architecture);
+  gpu.name = in.text("name", gpu.name);
+}
+
+result<gpu_spec> gpu_from_preset(const std::string& id, const std::string& field) {
+  const auto presets = gpu_presets();
+  for (const auto& g : presets.at("gpus")) {
+    if (g.value("id", "") != id) continue;
+    gpu_spec gpu;
+    gpu.id = id;
+    const json plain = json::parse(g.dump(), nullptr, false);
+    config_reader in(plain, "preset " + id, "preset");
+    read_gpu_fields(in, gpu);
+    if (auto problem = in.problem("in presets/gpus.json")) return *problem;
+    return gpu;
+  }
+  std::string ids;
+  for (const auto& g : presets.at("gpus")) ids += (ids.empty() ? "" : ", ") + g.value("id", "");
+  return error{"cluster.unknown_gpu", field,
+               "[" + field + "] '" + id + "' is not a GPU preset; one of " + ids};
+}
+
+result<gpu_spec> read_gpu(const json& cluster) {
+  if (!cluster.contains("gpu")) {
+    return error{
+        "request.missing_field", "cluster.gpu",
+        "[cluster.gpu] is required: a GPU preset id such as \"a100-sxm4-80gb\" (`gpumem gpus`), "
+        "or {\"memory_bytes\": ..., \"fp16_dense_flops\": ..., \"link_bandwidth_bytes_per_s\": "
+        "...}"};
+  }
+  const json& gpu = cluster.at("gpu");
+  if (gpu.is_string()) return gpu_from_preset(gpu.get<std::string>(), "cluster.gpu");
+  if (!gpu.is_object()) {
+    return error{"request.invalid_type", "cluster.gpu",
+                 "[cluster.gpu] must be a preset id or an object"};
+  }
+  if (auto e = unknown_keys(gpu, "cluster.gpu",
+                            {"preset", "name", "architecture", "memory_bytes", "fp16_dense_flops",
+                             "bf16_dense_flops", "memory_bandwidth_bytes_per_s",
+                             "link_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s"})) {
+    return *e;
+  }
+  gpu_spec spec;
+  spec.id = "custom";
+  spec.name = "custom GPU";
+  if (gpu.contains("preset")) {
+    if (!gpu.at("preset").is_string()) {
+      return error{"request.invalid_type", "cluster.gpu.preset",
+                   "[cluster.gpu.preset] must be a GPU preset id"};
+    }
+    auto base = gpu_from_preset(gpu.at("preset").get<std::string>(), "cluster.gpu.preset");
+    if (!base.ok()) return base.failure();
+    spec = base.value();
+  }
+  config_reader in(gpu, "cluster.gpu", "request");
+  read_gpu_fields(in, spec);
+  if (auto problem = in.problem("")) return *problem;
+  // Without a preset, the figures the estimate and the speed model need.
+  for (const auto& [key, missing] :
+       {std::pair<const char*, bool>{"memory_bytes", spec.memory_bytes == 0},
+        {"fp16_dense_flops", spec.fp16_dense_flops <= 0},
+        {"link_bandwidth_bytes_per_s", spec.link_bandwidth_bytes_per_s <= 0}}) {
+    if (missing) {
+      return error{
+          "request.missing_field", std::string("cluster.gpu.") + key,
+          "[cluster.gpu." + std::string(key) + "] is required for a custom GPU without a preset"};
+    }
+  }
+  if (spec.architecture.empty()) spec.architecture = "unknown";
+  return spec;
+}
+
+}  // namespace
+
+std::optional<error> unknown_keys(const json& object, const std::string& where,
+                                  std::initializer_list<const char*> accepted) {
+  for (const auto& item : object.items()) {
+    bool known = false;
+    for (const char* name : accepted) known = known || item.key() == name;
+    if (known) continue;
+    std::string list;
+    for (const char* name : accepted) list += (list.empty() ? "" : ", ") + std::string(name);
+    const std::string path = where.empty() ? item.key() : where + "." + item.key();
+    return error{"request.unknown_field", path,
+                 "[" + path + "] is not a field here; accepted: " + list};
+  }
+  return std::nullopt;
+}
+
+result<std::string> read_mode(const json& request) {
+  const std::string mode = request.contains("mode") && request.at("mode").is_string()
+                               ? request.at("mode").get<std::string>()
+                               : (request.contains("mode") ? "" : "detailed");
+  if (mode != "detailed" && mode != "llmem") {
+    return error{"request.invalid_value", "mode",
+                 "[mode] must be \"detailed\" or \"llmem\", got " + request.at("mode").dump()};
+  }
+  return mode;
+}
+
+result<cluster_spec> read_cluster(const json& request) {
+  if (auto e = check_object(request, "cluster")) return *e;
+  const json& cluster = member(request, "cluster");
+  if (auto e = unknown_keys(cluster, "cluster",
+                            {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_bytes_per_s",
+                             "cuda_context_bytes", "headroom_bytes"})) {
+    return *e;
+  }
+  auto gpu = read_gpu(cluster);
+  if (!gpu.ok()) return gpu.failure();
+  cluster_spec spec;
+  spec.gpu = gpu.value();
+  config_reader in(cluster, "cluster", "request");
+  spec.gpus = in.optional({"gpus"}, 1, 65536);
+  spec.gpus_per_node = in.optional({"gpus_per_node"}, spec.gpus, 65536);
+  spec.inter_node_bandwidth_bytes_per_s = in.number(
+      "inter_node_bandwidth_bytes_per_s", spec.inter_node_bandwidth_bytes_per_s, 1e8, 1e13);
+  spec.cuda_context_bytes = in.optional(
+      {"cuda_context_bytes"}, default_cuda_context_bytes(spec.gpu.architecture), 1ULL << 34, 0);
+  spec.headroom_bytes = in.optional({"headroom_bytes"}, 0, spec.gpu.memory_bytes, 0);
+  if (auto problem = in.problem("")) return *problem;
+  return spec;
+}
+
+result<parallel_config> read_parallel(const json& request) {
+  if (auto e = check_object(request, "parallel")) return *e;
+  const json& parallel = member(request, "parallel");
+  if (auto e = unknown_keys(parallel, "parallel", {"method", "tp", "dp_tp_fraction"})) return *e;
+  config_reader in(parallel, "parallel", "request");
+  parallel_config out;
+  const std::string method = in.text("method", "single");
+  bool known = false;
+  for (auto m : {parallel_method::single, parallel_method::cdp, parallel_method::adp,
+                 parallel_method::tp, parallel_method::dp_tp}) {
+    if (method == method_name(m)) {
+      out.method = m;
+      known = true;
+    }
+  }
+  if (!known) {
+    return error{
+        "request.invalid_value", "parallel.method",
+        "[parallel.method] must be one of single, cdp, adp, tp, dp_tp; got '" + method + "'"};
+  }
+  out.tp = in.optional({"tp"}, 1, 65536);
+  const std::string fraction = in.text("dp_tp_fraction", "llmem");
+  if (fraction != "llmem" && fraction != "exact") {
+    return error{
+        "request.invalid_value", "parallel.dp_tp_fraction",
+        "[parallel.dp_tp_fraction] must be \"llmem\" or \"exact\", got '" + fraction + "'"};
+  }
+  out.exact_dp_tp_fraction = fraction == "exact";
+  if (auto problem = in.problem("")) return *problem;
+  return out;
+}
+
+result<training_workload> read_training_workload(const json& request, const model_spec& model,
+                                                 bool for_plan,
+                                                 std::vector<std::string>& warnings) {
+  if (auto e = check_object(request, "workload")) return *e;
+  const json& workload = member(request, "workload");
+  if (auto e = unknown_keys(workload, "workload", {"phase", "micro_batch", "seq_len"})) return *e;
+  config_reader in(workload, "workload", "request");
+  if (in.text("phase", "train") != "train") {
+    return error{
+        "request.invalid_value", "workload.phase",
+        "[workload.phase] must be \"train\" in this mode (LLMem models fine-tuning steps)"};
+  }
+  training_workload out;
+  out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
+  out.seq_len = in.optional({"seq_len"}, 512, max_positions);
+  if (auto problem = in.problem("required for an estimate")) return *problem;
+  // Learned absolute positions stop at max_position_embeddings; rotary models only degrade.
+  bool learned_positions = false;
+  for (const auto& t : model.tensors)
+    learned_positions |= t.role == tensor_role::position_embedding;
+  if (model.max_positions > 0 && out.seq_len > model.max_positions) {
+    const std::string text = "[workload.seq_len] " + std::to_string(out.seq_len) +
+                             " exceeds the model's " + std::to_string(model.max_positions) +
+                             " positions";
+    if (learned_positions) return error{"request.invalid_value", "workload.seq_len", text};
+    warnings.push_back(text + "; the estimate assumes the model runs at that length");
+  }
+  return out;
+}
+
+result<plan_settings> read_options(const json& request) {
+  if (auto e = check_object(request, "options")) return *e;
+  const json& options = member(request, "options");
+  if (auto e = unknown_keys(options, "options", {"mfu", "max_micro_batch"})) return *e;
+  config_reader in(options, "options", "request");
+  plan_settings out;
+  out.speed.mfu = in.number("mfu", default_mfu, 0.01, 1.0);
+  out.max_micro_batch = in.optional({"max_micro_batch"}, out.max_micro_batch, 1ULL << 20);
+  if (auto problem = in.problem("")) return *problem;
+  return out;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,52 @@
+#pragma once
+// Reads the parts of an API request shared by the estimate and plan commands into core structs,
+// with the same range checks and error messages as config.json fields (config_reader).
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpumem/estimate.hpp"
+#include "gpumem/hardware.hpp"
+#include "gpumem/model_spec.hpp"
+#include "gpumem/result.hpp"
+#include "gpumem/step_time.hpp"
+
+namespace gpumem {
+
+// Refuses fields that `object` (at request path `where`) does not accept, so a typo is never
+// silently ignored.
+std::optional<error> unknown_keys(const nlohmann::json& object, const std::string& where,
+                                  std::initializer_list<const char*> accepted);
+
+// "detailed" (the default) or "llmem".
+result<std::string> read_mode(const nlohmann::json& request);
+
+// `cluster`: {"gpu": preset id | {"preset"?, overrides...}, "gpus", "gpus_per_node",
+// "inter_node_bandwidth_bytes_per_s", "cuda_context_bytes", "headroom_bytes"}.
+result<cluster_spec> read_cluster(const nlohmann::json& request);
+
+// `parallel`: {"method", "tp", "dp_tp_fraction": "llmem" | "exact"}.
+result<parallel_config> read_parallel(const nlohmann::json& request);
+
+struct training_workload {
+  std::uint64_t micro_batch = 1;
+  std::uint64_t seq_len = 512;
+};
+
+// `workload` for a training step; micro_batch is required unless `for_plan`.
+result<training_workload> read_training_workload(const nlohmann::json& request,
+                                                 const model_spec& model, bool for_plan,
+                                                 std::vector<std::string>& warnings);
+
+// `options`: {"mfu", "max_micro_batch"}.
+struct plan_settings {
+  step_time_options speed;
+  std::uint64_t max_micro_batch = 4096;
+};
+result<plan_settings> read_options(const nlohmann::json& request);
+
+}  // namespace gpumem

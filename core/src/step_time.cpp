@@ -1,0 +1,115 @@
+#include "gpumem/step_time.hpp"
+
+#include <algorithm>
+
+namespace gpumem {
+
+namespace {
+
+// Ring collectives (NCCL): an all-reduce of M bytes sends 2 (k-1)/k M per rank, an all-gather
+// or reduce-scatter of M bytes in total sends (k-1)/k M per rank.
+double all_reduce_bytes(double bytes, double ranks) { return 2.0 * (ranks - 1.0) / ranks * bytes; }
+double gather_bytes(double bytes, double ranks) { return (ranks - 1.0) / ranks * bytes; }
+
+// Forward FLOPs per token: 2 per matmul parameter (multiply and add), and attention's
+// scores and weighted values, 2 s per head dimension each, over the tokens each layer attends to
+// (Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters",
+// Appendix: the same accounting, without the causal half).
+double forward_flops_per_token(const model_spec& spec, const param_count& counts,
+                               std::uint64_t seq_len) {
+  double matmul =
+      static_cast<double>(counts.active) -
+      static_cast<double>(counts.groups.token_embedding + counts.groups.position_embedding);
+  if (spec.tied_embeddings) matmul += static_cast<double>(spec.vocab_size * spec.embedding_dim);
+  double attention = 0;
+  for (const auto& layer : spec.layers) {
+    const std::uint64_t seen =
+        layer.sliding_window_tokens > 0 ? std::min(seq_len, layer.sliding_window_tokens) : seq_len;
+    attention += 2.0 * static_cast<double>(seen) *
+                 static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
+  }
+  return 2.0 * matmul + attention;
+}
+
+// Bytes each GPU sends per step for tensor parallelism of degree t.
+double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
+                             const step_time_options& options) {
+  const double forwards = options.recompute ? 2.0 : 1.0;
+  if (!options.all_reduce_every_linear) {
+    // Megatron-LM: one all-reduce after attention and one after the MLP in forward, the same in
+    // backward (Shoeybi et al. 2019, Fig. 4).
+    const double block = all_reduce_bytes(tokens * static_cast<double>(spec.hidden_size) * 2.0, t);
+    return static_cast<double>(spec.num_layers) * block * 2.0 * (forwards + 1.0);
+  }
+  // Colossal-AI 1D row-parallel Linear (LLMem tp_real.py): forward all-reduces each output,
+  // backward all-gathers each split input gradient.
+  double bytes = 0;
+  for (const auto& t_spec : spec.tensors) {
+    if (t_spec.module != module_kind::linear || t_spec.is_bias || t_spec.layer < 0) continue;
+    const double out = static_cast<double>(t_spec.shape[0]);
+    const double in = static_cast<double>(t_spec.shape[1]);
+    bytes +=
+        forwards * all_reduce_bytes(tokens * out * 2.0, t) + gather_bytes(tokens * in * 2.0, t);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+step_time estimate_step_time(const model_spec& spec, const param_count& counts,
+                             const cluster_spec& cluster, const parallel_config& parallel,
+                             std::uint64_t micro_batch, std::uint64_t seq_len,
+                             const step_time_options& options) {
+  step_time out;
+  const auto n = static_cast<double>(cluster.gpus);
+  const auto method = parallel.method;
+  const double t = (method == parallel_method::tp || method == parallel_method::dp_tp)
+                       ? static_cast<double>(parallel.tp)
+                       : 1.0;
+  double dp = 1.0;  // data-parallel degree
+  if (method == parallel_method::cdp || method == parallel_method::adp) dp = n;
+  if (method == parallel_method::dp_tp) dp = n / t;
+
+  const double forward = forward_flops_per_token(spec, counts, seq_len);
+  const double passes = 3.0 + (options.recompute ? 1.0 : 0.0);  // forward, backward = 2 forwards
+  out.flops_per_token = passes * forward;
+  const double tokens = static_cast<double>(micro_batch * seq_len);  // per data-parallel rank
+  double peak = options.bf16 ? cluster.gpu.bf16_dense_flops : cluster.gpu.fp16_dense_flops;
+  if (peak <= 0) peak = cluster.gpu.fp16_dense_flops;
+  out.compute_s = tokens * out.flops_per_token / t / (peak * options.mfu);
+
+  // Data-parallel collectives cross nodes when the job spans more than one.
+  const std::uint64_t per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : cluster.gpus;
+  const bool multi_node = cluster.gpus > per_node;
+  const double intra = cluster.gpu.link_bandwidth_bytes_per_s;
+  const double dp_bandwidth =
+      multi_node ? std::min(intra, cluster.inter_node_bandwidth_bytes_per_s) : intra;
+  const double params_bytes = 2.0 * static_cast<double>(counts.total) / t;  // fp16 weights/grads
+
+  double dp_s = 0;
+  if (method == parallel_method::cdp) {
+    dp_s = all_reduce_bytes(params_bytes, dp) / dp_bandwidth;  // gradient all-reduce
+  } else if (dp > 1) {
+    // ZeRO-3 / Gemini: parameters gathered for forward and again for backward, gradients
+    // reduce-scattered: 1.5x DDP's volume (Rajbhandari et al. 2020, ZeRO, Section 7.2.2).
+    dp_s = 3.0 * gather_bytes(params_bytes, dp) / dp_bandwidth;
+  }
+  double tp_s = 0;
+  if (t > 1) tp_s = tensor_parallel_bytes(spec, tokens, t, options) / intra;
+  out.communication_s = dp_s + tp_s;
+
+  double hidden_dp = 0;
+  if (method == parallel_method::cdp) {
+    // DDP buckets all-reduce gradients while backward continues (Li et al. 2020, PyTorch DDP).
+    hidden_dp = std::min(dp_s, out.compute_s * 2.0 / passes);
+  } else {
+    hidden_dp = std::min(dp_s, out.compute_s);  // prefetched gathers overlap compute
+  }
+  out.exposed_communication_s = dp_s - hidden_dp + tp_s;
+  out.step_s = out.compute_s + out.exposed_communication_s;
+  out.tokens_per_s = out.step_s > 0 ? tokens * dp / out.step_s : 0;
+  out.tokens_per_s_per_gpu = out.tokens_per_s / n;
+  return out;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,170 @@
+// The step-time model by hand, and the planner (LLMem's Algorithm 1) on every GPU preset.
+
+#include "gpumem/planner.hpp"
+
+#include <doctest/doctest.h>
+
+#include "gpumem/config_parser.hpp"
+#include "gpumem/step_time.hpp"
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+using nlohmann::json;
+
+struct tiny {
+  model_spec spec;
+  param_count counts;
+  cluster_spec cluster;
+};
+
+// hidden 64, 2 layers, 4 heads of 16 (2 KV heads), gated MLP 128, vocab 100, untied.
+tiny tiny_model(std::uint64_t gpus) {
+  const json config = {{"model_type", "llama"},    {"hidden_size", 64},
+                       {"intermediate_size", 128}, {"num_hidden_layers", 2},
+                       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                       {"vocab_size", 100},        {"tie_word_embeddings", false}};
+  tiny t;
+  t.spec = parse_model_config(config, {}, "c").value();
+  t.counts = count_params(t.spec).value();
+  t.cluster.gpu.fp16_dense_flops = 1e12;
+  t.cluster.gpu.link_bandwidth_bytes_per_s = 1e9;
+  t.cluster.gpus = gpus;
+  return t;
+}
+
+TEST_CASE("step time of a tiny model, by hand") {
+  tiny t = tiny_model(2);
+  REQUIRE(t.counts.total == 86848);
+  step_time_options options;
+  options.mfu = 0.5;
+  // Forward per token: 2 x 80448 (parameters outside the embedding table) + 2 layers x
+  // 2 x 128 x 4 heads x (16 + 16) = 226432; with recomputation 4 forwards.
+  const double flops_per_token = 4.0 * 226432;
+  const double tokens = 2.0 * 128;
+  const double compute = tokens * flops_per_token / 0.5e12;
+
+  SUBCASE("cdp: the gradient all-reduce hides behind backward") {
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.flops_per_token == doctest::Approx(flops_per_token));
+    CHECK(s.compute_s == doctest::Approx(compute));
+    CHECK(s.communication_s == doctest::Approx(2 * 86848 / 1e9));  // 2 (N-1)/N x 2 bytes x P
+    CHECK(s.exposed_communication_s == doctest::Approx(0));
+    CHECK(s.tokens_per_s == doctest::Approx(2 * tokens / compute));
+    CHECK(s.tokens_per_s_per_gpu == doctest::Approx(tokens / compute));
+  }
+  SUBCASE("adp: 1.5x the volume, hidden behind compute") {
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::adp, 1, false}, 2,
+                                128, options);
+    CHECK(s.communication_s == doctest::Approx(3 * 0.5 * 2 * 86848 / 1e9));
+    CHECK(s.step_s == doctest::Approx(compute));
+  }
+  SUBCASE("tp: every Linear's all-reduce and gather on the critical path") {
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::tp, 2, false}, 2,
+                                128, options);
+    // Per layer: outputs 64+32+32+64+128+128+64 = 512, inputs 6 x 64 + 128 = 512; two forwards
+    // all-reduce 2 x tokens x out bytes each, backward gathers tokens x in.
+    const double bytes = 2 * tokens * (4.0 * 512 + 512);
+    CHECK(s.communication_s == doctest::Approx(bytes / 1e9));
+    CHECK(s.step_s == doctest::Approx(compute / 2 + bytes / 1e9));
+    CHECK(s.tokens_per_s == doctest::Approx(tokens / (compute / 2 + bytes / 1e9)));
+  }
+  SUBCASE("no recomputation: three forwards' worth") {
+    options.recompute = false;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.flops_per_token == doctest::Approx(3.0 * 226432));
+  }
+}
+
+TEST_CASE("candidate methods") {
+  auto names = [](std::uint64_t gpus) {
+    std::string out;
+    for (const auto& c : candidate_methods(gpus))
+      out += std::string(method_name(c.method)) + std::to_string(c.tp) + " ";
+    return out;
+  };
+  CHECK(names(1) == "single1 ");
+  CHECK(names(2) == "cdp1 adp1 tp2 ");
+  CHECK(names(6) == "cdp1 adp1 tp6 dp_tp2 dp_tp3 ");
+  CHECK(names(8) == "cdp1 adp1 tp8 dp_tp2 dp_tp4 ");
+}
+
+json plan_request(const std::string& model, const std::string& gpu, std::uint64_t gpus) {
+  return {{"api_version", 1},
+          {"command", "plan"},
+          {"mode", "llmem"},
+          {"model", model},
+          {"cluster", {{"gpu", gpu}, {"gpus", gpus}}},
+          {"workload", {{"seq_len", 512}}}};
+}
+
+TEST_CASE("plan answers for 1-8 GPUs on every GPU preset, and chooses the fastest that fits") {
+  const json gpus = test::call({{"command", "gpus"}}).at("result").at("gpus");
+  int plans = 0;
+  for (const auto& gpu : gpus) {
+    for (std::uint64_t n = 1; n <= 8; ++n) {
+      const json r = test::call(plan_request("facebook/opt-1.3b", gpu.at("id"), n));
+      CAPTURE(gpu.at("id"));
+      CAPTURE(n);
+      REQUIRE(r.at("ok") == true);
+      const json& plan = r.at("result");
+      CHECK(plan.at("candidates").size() == candidate_methods(n).size());
+      CHECK_FALSE(plan.at("reason").get<std::string>().empty());
+      if (plan.at("choice").is_null()) {
+        CHECK(plan.at("offload").is_object());
+        continue;
+      }
+      const json& choice = plan.at("choice");
+      CHECK(choice.at("max_micro_batch").get<std::uint64_t>() > 0);
+      for (const auto& c : plan.at("candidates")) {
+        if (c.at("fits") == true)
+          CHECK(c.at("tokens_per_s").get<double>() <= choice.at("tokens_per_s").get<double>());
+        if (c.at("fits") == true)
+          CHECK(c.at("peak_bytes").get<std::uint64_t>() <=
+                gpu.at("memory_bytes").get<std::uint64_t>());
+      }
+      ++plans;
+    }
+  }
+  CHECK(plans > 100);
+}
+
+TEST_CASE("when nothing fits, the plan names the offload that would") {
+  const json r = test::call(plan_request("facebook/opt-6.7b", "t4", 1));
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  CHECK(plan.at("choice").is_null());
+  const json& offload = plan.at("offload");
+  REQUIRE(offload.is_object());
+  const json& single = plan.at("candidates")[0].at("per_gpu")[0];
+  CHECK(offload.at("gpu_peak_bytes").get<std::uint64_t>() +
+            offload.at("host_bytes_per_gpu").get<std::uint64_t>() ==
+        single.at("peak_bytes").get<std::uint64_t>());
+  // The optimizer states alone are 2 x R(4n) per tensor: at least 8 bytes per parameter.
+  CHECK(offload.at("host_bytes_per_gpu").get<std::uint64_t>() > 8ULL * 6000000000ULL);
+  CHECK(plan.at("reason").get<std::string>().find("Nothing fits at micro-batch 1") == 0);
+}
+
+TEST_CASE("a plan's chosen batch is the estimate's largest fitting batch") {
+  const json r = test::call(plan_request("facebook/opt-350m", "rtx-2060", 1));
+  REQUIRE(r.at("ok") == true);
+  const json& choice = r.at("result").at("choice");
+  REQUIRE(choice.is_object());
+  const std::uint64_t batch = choice.at("max_micro_batch");
+  auto fits = [](std::uint64_t b) {
+    json e = {{"command", "estimate"},
+              {"mode", "llmem"},
+              {"model", "facebook/opt-350m"},
+              {"cluster", {{"gpu", "rtx-2060"}}},
+              {"workload", {{"micro_batch", b}, {"seq_len", 512}}}};
+    return test::call(e).at("result").at("fits").get<bool>();
+  };
+  CHECK(fits(batch));
+  CHECK_FALSE(fits(batch + 1));
+}
+
+}  // namespace
+}  // namespace gpumem
