@@ -32,6 +32,8 @@ Usage:
                                                per-GPU memory of one method, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
                                                the fastest method that fits, and its batch size
+  gpumem validate FILE [--json]                score the estimators on measured points
+                                               (../shared/validation/README.md format)
   gpumem run --request FILE|-                  answer any API request (docs/api.md)
 
   G is a GPU preset id (gpumem gpus; default a100-sxm4-80gb). Sizes are in GiB (2^30 bytes).
@@ -66,6 +68,8 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
       args.options[word.substr(2)] = argv[++i];
     } else if (args.command.empty()) {
       args.command = word;
+    } else if (args.command == "validate" && !args.options.count("file")) {
+      args.options["file"] = word;
     } else {
       problem = "unexpected argument '" + word + "'";
       return false;
@@ -313,6 +317,42 @@ int plan_command(const arguments& args) {
   return 0;
 }
 
+std::string percent(const ordered_json& value) {
+  return gpumem::cli::fixed(value.get<double>() * 100, 1) + " %";
+}
+
+int validate_command(const arguments& args) {
+  auto it = args.options.find("file");
+  if (it == args.options.end()) return fail("validate needs a file: gpumem validate FILE.json");
+  std::string text;
+  if (!read_text(it->second, text)) return fail("cannot read " + it->second);
+  json points = json::parse(text, nullptr, false);
+  if (points.is_discarded()) return fail(it->second + " is not valid JSON");
+  ordered_json response;
+  if (!call({{"api_version", 1}, {"command", "validate"}, {"points", points}}, response))
+    return bad_input;
+  const auto& r = response["result"];
+  if (args.json_output) {
+    std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  const auto& st = r["step_time"];
+  gpumem::cli::table t({"point", "method", "measured", "estimated", "error"});
+  for (const auto& p : st["points"]) {
+    if (!p["scored"].get<bool>()) continue;
+    t.row({p["id"], p["method"], gpumem::cli::fixed(p["measured"].get<double>(), 2),
+           gpumem::cli::fixed(p["estimated"].get<double>(), 2), percent(p["relative_error"])});
+  }
+  std::cout << "Step-time model (" << st["summary"]["n"] << " points with throughput):\n"
+            << t.render() << "median |error| " << percent(st["summary"]["median_abs_rel_error"])
+            << ", p90 " << percent(st["summary"]["p90_abs_rel_error"])
+            << ", within 25 %: " << percent(st["summary"]["within_25pct"]) << "\n";
+  std::size_t skipped = 0;
+  for (const auto& p : st["points"]) skipped += !p["scored"].get<bool>();
+  std::cout << skipped << " throughput points skipped (--json lists why)\n";
+  return 0;
+}
+
 int run_command(const arguments& args) {
   auto it = args.options.find("request");
   if (it == args.options.end()) return fail("run needs --request FILE (or - for stdin)");
@@ -344,5 +384,6 @@ int main(int argc, char** argv) {
   if (args.command == "run") return run_command(args);
   if (args.command == "estimate") return estimate_command(args);
   if (args.command == "plan") return plan_command(args);
+  if (args.command == "validate") return validate_command(args);
   return fail("unknown command '" + args.command + "'\n" + usage);
 }

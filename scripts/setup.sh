@@ -18,6 +18,7 @@ command -v emcc >/dev/null || missing+=(emscripten)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+[ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null; then

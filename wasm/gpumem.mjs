@@ -47,6 +47,22 @@ class Gpumem {
     return this.request({ command: 'params', model }).result;
   }
 
+  // Memory per GPU for one method. `request`: {mode, model, cluster, parallel, workload,
+  // options} as in docs/api.md; returns the result object (per_gpu, peak_bytes, fits, ...).
+  estimate(request) {
+    return this.request({ ...request, command: 'estimate' }).result;
+  }
+
+  // Every method's largest fitting micro-batch and speed, and the choice.
+  plan(request) {
+    return this.request({ ...request, command: 'plan' }).result;
+  }
+
+  // Scores the estimators on validation points (../shared/validation/README.md format).
+  validate(points) {
+    return this.request({ command: 'validate', points }).result;
+  }
+
   models() {
     return this.request({ command: 'models' }).result.models;
   }

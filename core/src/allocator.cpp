@@ -25,32 +25,33 @@ std::uint64_t allocator_segment_size(std::uint64_t bytes) {
 
 int caching_allocator::take(std::uint64_t size, bool small_pool) {
   // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block).
-  int best = -1;
-  for (std::size_t i = 0; i < blocks_.size(); ++i) {
-    const block& b = blocks_[i];
-    if (!b.free || b.size == 0 || b.small_pool != small_pool || b.size < size) continue;
-    if (best < 0 || b.size < blocks_[static_cast<std::size_t>(best)].size)
-      best = static_cast<int>(i);
-  }
-  if (best < 0) {  // a new segment (cudaMalloc)
+  free_set& free = pool(small_pool);
+  const auto fit = free.lower_bound({size, -1});
+  int chosen = 0;
+  if (fit == free.end()) {  // a new segment (cudaMalloc)
     const std::uint64_t segment = allocator_segment_size(size);
     reserved_ += segment;
     peak_reserved_ = std::max(peak_reserved_, reserved_);
-    blocks_.push_back(block{segments_++, 0, segment, small_pool, true});
-    best = static_cast<int>(blocks_.size() - 1);
+    blocks_.push_back(block{segments_++, 0, segment, small_pool, false});
+    chosen = static_cast<int>(blocks_.size() - 1);
+  } else {
+    chosen = fit->second;
+    free.erase(fit);
+    blocks_[static_cast<std::size_t>(chosen)].free = false;
   }
   // Split off the remainder when it is large enough to be useful (should_split).
-  block& chosen = blocks_[static_cast<std::size_t>(best)];
-  const std::uint64_t remaining = chosen.size - size;
+  block& used = blocks_[static_cast<std::size_t>(chosen)];
+  const std::uint64_t remaining = used.size - size;
   if (small_pool ? remaining >= allocator_block_round : remaining > allocator_small_size) {
-    chosen.size = size;
-    blocks_.push_back(block{chosen.segment, chosen.offset + size, remaining, small_pool, true});
+    used.size = size;
+    const block rest{used.segment, used.offset + size, remaining, small_pool, true};
+    blocks_.push_back(rest);
+    free.insert({remaining, static_cast<int>(blocks_.size() - 1)});
   }
-  block& used = blocks_[static_cast<std::size_t>(best)];
-  used.free = false;
-  allocated_ += used.size;
+  const block& taken = blocks_[static_cast<std::size_t>(chosen)];
+  allocated_ += taken.size;
   peak_allocated_ = std::max(peak_allocated_, allocated_);
-  return best;
+  return chosen;
 }
 
 int caching_allocator::allocate(std::uint64_t bytes) {
@@ -61,25 +62,25 @@ int caching_allocator::allocate(std::uint64_t bytes) {
 void caching_allocator::free(int handle) {
   if (handle < 0 || static_cast<std::size_t>(handle) >= blocks_.size()) return;
   block& b = blocks_[static_cast<std::size_t>(handle)];
-  if (b.free) return;
+  if (b.free || b.size == 0) return;
   b.free = true;
   allocated_ -= b.size;
   // Merge with the free neighbours in its segment (free_block / try_merge_blocks).
-  bool merged = true;
-  while (merged) {
-    merged = false;
-    for (auto& other : blocks_) {
-      if (&other == &b || !other.free || other.size == 0 || other.segment != b.segment) continue;
-      if (other.offset + other.size == b.offset) {
-        b.offset = other.offset;
-      } else if (b.offset + b.size != other.offset) {
-        continue;
-      }
-      b.size += other.size;
-      other.size = 0;
-      merged = true;
+  free_set& free = pool(b.small_pool);
+  for (auto it = free.begin(); it != free.end();) {
+    block& other = blocks_[static_cast<std::size_t>(it->second)];
+    const bool before = other.segment == b.segment && other.offset + other.size == b.offset;
+    const bool after = other.segment == b.segment && b.offset + b.size == other.offset;
+    if (!before && !after) {
+      ++it;
+      continue;
     }
+    if (before) b.offset = other.offset;
+    b.size += other.size;
+    other.size = 0;
+    it = free.erase(it);
   }
+  free.insert({b.size, handle});
 }
 
 }  // namespace gpumem

@@ -110,7 +110,8 @@ void gpt2_like(config_reader& cfg, model_spec& spec, bool conv1d, bool multi_que
   const auto layers = cfg.required({"n_layer", "num_hidden_layers"}, max_layers);
   read_heads(cfg, spec, {"n_head", "num_attention_heads"}, {"n_head", "num_attention_heads"});
   if (multi_query) spec.num_kv_heads = 1;
-  spec.intermediate_size = cfg.optional({"n_inner"}, 4 * spec.hidden_size, max_width);
+  spec.intermediate_size =
+      cfg.optional({"n_inner", "intermediate_size"}, 4 * spec.hidden_size, max_width);
   spec.max_positions =
       cfg.optional({"n_positions", "max_position_embeddings"}, 1024, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
@@ -218,7 +219,8 @@ void parallel_rotary(config_reader& cfg, model_spec& spec, bool fused_qkv, bool 
   spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
   const auto layers = cfg.required({"n_layer"}, max_layers);
   read_heads(cfg, spec, {"n_head"}, {"n_head"});
-  spec.intermediate_size = cfg.optional({"n_inner"}, 4 * spec.hidden_size, max_width);
+  spec.intermediate_size =
+      cfg.optional({"n_inner", "intermediate_size"}, 4 * spec.hidden_size, max_width);
   spec.max_positions = cfg.optional({"n_positions"}, 2048, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", tie_default);
   spec.activation = cfg.text("activation_function", "gelu_new");

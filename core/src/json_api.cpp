@@ -9,6 +9,7 @@
 #include "gpumem/param_count.hpp"
 #include "gpumem/planner.hpp"
 #include "gpumem/preset_catalog.hpp"
+#include "gpumem/validation.hpp"
 #include "model_json.hpp"
 #include "request_reader.hpp"
 
@@ -191,8 +192,8 @@ std::string estimate_command(const json& request) {
   if (!workload.ok()) return respond_error(workload.failure());
   auto model = prepare_llmem(c.model.spec);
   if (!model.ok()) return respond_error(model.failure());
-  auto fixed =
-      llmem_fixed_terms(model.value(), c.cluster, parallel.value(), workload.value().seq_len);
+  auto fixed = llmem_fixed_terms(c.model.spec, model.value(), c.cluster, parallel.value(),
+                                 workload.value().seq_len);
   if (!fixed.ok()) return respond_error(fixed.failure());
   for (const auto& w : model.value().warnings) c.warnings.push_back(w);
   const auto rank = llmem_estimate(model.value(), fixed.value(), c.cluster,
@@ -250,6 +251,44 @@ std::string plan_command(const json& request) {
   return respond("plan", std::move(result), ordered_json(c.warnings));
 }
 
+ordered_json summary_json(const error_summary& s) {
+  return {{"n", s.n},
+          {"median_abs_rel_error", s.median_abs_rel_error},
+          {"p90_abs_rel_error", s.p90_abs_rel_error},
+          {"within_10pct", s.within_10pct},
+          {"within_25pct", s.within_25pct}};
+}
+
+std::string validate_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "points"}))
+    return respond_error(*e);
+  if (!request.contains("points") || !request.at("points").is_array()) {
+    return respond_error({"request.missing_field", "points",
+                          "[points] is required: the array of validation points "
+                          "(../shared/validation/README.md)"});
+  }
+  const step_time_report report = validate_step_time(request.at("points"));
+  ordered_json points = ordered_json::array();
+  for (const auto& p : report.points) {
+    ordered_json entry = {
+        {"id", p.id}, {"method", p.method}, {"scored", p.scored}, {"note", p.note}};
+    if (p.scored) {
+      entry["quantity"] = p.quantity;
+      entry["measured"] = p.measured;
+      entry["estimated"] = p.estimated;
+      entry["relative_error"] = p.relative_error;
+    }
+    points.push_back(std::move(entry));
+  }
+  ordered_json by_method = ordered_json::object();
+  for (const auto& [method, summary] : report.by_method) by_method[method] = summary_json(summary);
+  ordered_json result = {{"step_time",
+                          {{"summary", summary_json(report.summary)},
+                           {"by_method", std::move(by_method)},
+                           {"points", std::move(points)}}}};
+  return respond("validate", std::move(result), ordered_json::array());
+}
+
 std::string models_command(const json& request) {
   if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   ordered_json list = ordered_json::array();
@@ -279,11 +318,12 @@ std::string gpus_command(const json& request) {
 std::string version_command(const json& request) {
   if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   ordered_json types = supported_model_types();
-  return respond("version",
-                 {{"api_version", api_version},
-                  {"commands", {"params", "estimate", "plan", "models", "gpus", "version"}},
-                  {"model_types", types}},
-                 ordered_json::array());
+  return respond(
+      "version",
+      {{"api_version", api_version},
+       {"commands", {"params", "estimate", "plan", "validate", "models", "gpus", "version"}},
+       {"model_types", types}},
+      ordered_json::array());
 }
 
 }  // namespace
@@ -310,7 +350,7 @@ std::string handle_request(const std::string& request_json) {
   if (!request.contains("command") || !request.at("command").is_string()) {
     return respond_error(
         {"request.missing_field", "command",
-         "[command] is required: one of params, estimate, plan, models, gpus, version"});
+         "[command] is required: one of params, estimate, plan, validate, models, gpus, version"});
   }
   const std::string command = request.at("command").get<std::string>();
   if (command == "params") return params_command(request);
@@ -319,10 +359,11 @@ std::string handle_request(const std::string& request_json) {
   if (command == "version") return version_command(request);
   if (command == "estimate") return estimate_command(request);
   if (command == "plan") return plan_command(request);
+  if (command == "validate") return validate_command(request);
   return respond_error(
       {"request.unknown_command", "command",
-       "[command] must be one of params, estimate, plan, models, gpus, version; got '" + command +
-           "'"});
+       "[command] must be one of params, estimate, plan, validate, models, gpus, version; got '" +
+           command + "'"});
 }
 
 }  // namespace gpumem

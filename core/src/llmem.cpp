@@ -54,18 +54,19 @@ result<llmem_model> prepare_llmem(const model_spec& spec) {
                      spec.architecture + " is not one"};
   }
   llmem_model m;
-  for (const auto& t : spec.tensors) {
-    const bool split =
-        (t.module == module_kind::linear || t.module == module_kind::embedding) && !t.is_bias;
-    llmem_model::selected_tensor s{t.numel(), t.shape.back(), split, t.name};
+  m.parameters.reserve(spec.tensors.size());
+  m.selected.reserve(spec.tensors.size() + 1);
+  for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
+    const auto& t = spec.tensors[i];
+    const bool selected = t.module == module_kind::linear || t.module == module_kind::embedding;
+    const llmem_model::selected_tensor s{t.numel(), t.shape.back(), selected && !t.is_bias,
+                                         static_cast<int>(i)};
     m.parameters.push_back(s);
-    if (t.module == module_kind::linear || t.module == module_kind::embedding)
-      m.selected.push_back(s);
+    if (selected) m.selected.push_back(s);
   }
   if (spec.tied_embeddings) {
     // The LM head Linear shares the embedding's weight; model.modules() lists it again, last.
-    m.selected.push_back(
-        {spec.vocab_size * spec.embedding_dim, spec.embedding_dim, true, "lm_head.weight (tied)"});
+    m.selected.push_back({spec.vocab_size * spec.embedding_dim, spec.embedding_dim, true, -1});
   }
   m.blocks = spec.num_layers;
   m.hidden = spec.hidden_size;
@@ -98,8 +99,9 @@ result<llmem_model> prepare_llmem(const model_spec& spec) {
   return m;
 }
 
-result<llmem_fixed> llmem_fixed_terms(const llmem_model& model, const cluster_spec& cluster,
-                                      const parallel_config& parallel, std::uint64_t seq_len) {
+result<llmem_fixed> llmem_fixed_terms(const model_spec& spec, const llmem_model& model,
+                                      const cluster_spec& cluster, const parallel_config& parallel,
+                                      std::uint64_t seq_len) {
   const std::uint64_t n = cluster.gpus;
   const auto method = parallel.method;
   std::uint64_t t = 1;
@@ -126,7 +128,8 @@ result<llmem_fixed> llmem_fixed_terms(const llmem_model& model, const cluster_sp
     if (s.tp_sharded && s.last_dim % t != 0) {
       return error{"parallel.invalid_tp", "parallel.tp",
                    "[parallel.tp] " + std::to_string(t) + " must divide the last dimension (" +
-                       std::to_string(s.last_dim) + ") of " + s.name +
+                       std::to_string(s.last_dim) + ") of " +
+                       spec.tensors[static_cast<std::size_t>(s.tensor)].name +
                        ", which Colossal-AI's 1D tensor parallelism splits"};
     }
   }

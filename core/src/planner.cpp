@@ -101,7 +101,7 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
     parallel.exact_dp_tp_fraction = options.exact_dp_tp_fraction;
     plan_candidate c;
     c.parallel = parallel;
-    auto fixed = llmem_fixed_terms(model.value(), cluster, parallel, options.seq_len);
+    auto fixed = llmem_fixed_terms(spec, model.value(), cluster, parallel, options.seq_len);
     if (!fixed.ok()) {
       c.valid = false;
       c.note = fixed.failure().message;

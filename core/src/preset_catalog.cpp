@@ -46,6 +46,18 @@ json all_model_presets() {
   return out;
 }
 
-ordered_json gpu_presets() { return parse_embedded<ordered_json>(embedded_gpu_presets()); }
+ordered_json gpu_presets() {
+  ordered_json gpus = ordered_json::array();
+  for (const auto& file : embedded_gpu_presets())
+    gpus.push_back(parse_embedded<ordered_json>(file.text));
+  return {{"gpus", std::move(gpus)}};
+}
+
+json find_gpu_preset(const std::string& id) {
+  for (const auto& file : embedded_gpu_presets()) {
+    if (id == file.name) return parse_embedded<json>(file.text);
+  }
+  return json(json::value_t::discarded);
+}
 
 }  // namespace gpumem

@@ -41,21 +41,20 @@ void read_gpu_fields(config_reader& in, gpu_spec& gpu) {
 }
 
 result<gpu_spec> gpu_from_preset(const std::string& id, const std::string& field) {
-  const auto presets = gpu_presets();
-  for (const auto& g : presets.at("gpus")) {
-    if (g.value("id", "") != id) continue;
-    gpu_spec gpu;
-    gpu.id = id;
-    const json plain = json::parse(g.dump(), nullptr, false);
-    config_reader in(plain, "preset " + id, "preset");
-    read_gpu_fields(in, gpu);
-    if (auto problem = in.problem("in presets/gpus.json")) return *problem;
-    return gpu;
+  const json preset = find_gpu_preset(id);
+  if (preset.is_discarded()) {
+    std::string ids;
+    for (const auto& file : embedded_gpu_presets())
+      ids += (ids.empty() ? "" : ", ") + std::string(file.name);
+    return error{"cluster.unknown_gpu", field,
+                 "[" + field + "] '" + id + "' is not a GPU preset; one of " + ids};
   }
-  std::string ids;
-  for (const auto& g : presets.at("gpus")) ids += (ids.empty() ? "" : ", ") + g.value("id", "");
-  return error{"cluster.unknown_gpu", field,
-               "[" + field + "] '" + id + "' is not a GPU preset; one of " + ids};
+  gpu_spec gpu;
+  gpu.id = id;
+  config_reader in(preset, "preset " + id, "preset");
+  read_gpu_fields(in, gpu);
+  if (auto problem = in.problem("in presets/gpus.json")) return *problem;
+  return gpu;
 }
 
 result<gpu_spec> read_gpu(const json& cluster) {

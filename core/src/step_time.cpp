@@ -16,7 +16,7 @@ double gather_bytes(double bytes, double ranks) { return (ranks - 1.0) / ranks *
 // (Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters",
 // Appendix: the same accounting, without the causal half).
 double forward_flops_per_token(const model_spec& spec, const param_count& counts,
-                               std::uint64_t seq_len) {
+                               std::uint64_t seq_len, bool causal_kernel) {
   double matmul =
       static_cast<double>(counts.active) -
       static_cast<double>(counts.groups.token_embedding + counts.groups.position_embedding);
@@ -28,7 +28,7 @@ double forward_flops_per_token(const model_spec& spec, const param_count& counts
     attention += 2.0 * static_cast<double>(seen) *
                  static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
   }
-  return 2.0 * matmul + attention;
+  return 2.0 * matmul + (causal_kernel && spec.causal ? attention / 2.0 : attention);
 }
 
 // Bytes each GPU sends per step for tensor parallelism of degree t.
@@ -70,7 +70,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   if (method == parallel_method::cdp || method == parallel_method::adp) dp = n;
   if (method == parallel_method::dp_tp) dp = n / t;
 
-  const double forward = forward_flops_per_token(spec, counts, seq_len);
+  const double forward = forward_flops_per_token(spec, counts, seq_len, options.causal_kernel);
   const double passes = 3.0 + (options.recompute ? 1.0 : 0.0);  // forward, backward = 2 forwards
   out.flops_per_token = passes * forward;
   const double tokens = static_cast<double>(micro_batch * seq_len);  // per data-parallel rank

@@ -4,6 +4,7 @@
 // LayerNorm's weight before its bias).
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,37 +23,40 @@ class tensor_builder {
   }
 
   // torch.nn.Linear(in, out): weight [out, in], bias [out].
-  void linear(const std::string& name, std::uint64_t in, std::uint64_t out, bool bias,
+  void linear(std::string_view name, std::uint64_t in, std::uint64_t out, bool bias,
               tensor_role role) {
-    add(name + ".weight", {out, in}, role, module_kind::linear, false);
-    if (bias) add(name + ".bias", {out}, role, module_kind::linear, true);
+    add(name, ".weight", {out, in}, role, module_kind::linear, false);
+    if (bias) add(name, ".bias", {out}, role, module_kind::linear, true);
   }
   // transformers' GPT-2 Conv1D(out, in): weight [in, out], bias [out] (always).
-  void conv1d(const std::string& name, std::uint64_t in, std::uint64_t out, tensor_role role) {
-    add(name + ".weight", {in, out}, role, module_kind::conv1d, false);
-    add(name + ".bias", {out}, role, module_kind::conv1d, true);
+  void conv1d(std::string_view name, std::uint64_t in, std::uint64_t out, tensor_role role) {
+    add(name, ".weight", {in, out}, role, module_kind::conv1d, false);
+    add(name, ".bias", {out}, role, module_kind::conv1d, true);
   }
-  void embedding(const std::string& name, std::uint64_t rows, std::uint64_t dim, tensor_role role) {
-    add(name + ".weight", {rows, dim}, role, module_kind::embedding, false);
+  void embedding(std::string_view name, std::uint64_t rows, std::uint64_t dim, tensor_role role) {
+    add(name, ".weight", {rows, dim}, role, module_kind::embedding, false);
   }
-  void layer_norm(const std::string& name, std::uint64_t dim, bool bias = true) {
-    add(name + ".weight", {dim}, tensor_role::norm, module_kind::norm, false);
-    if (bias) add(name + ".bias", {dim}, tensor_role::norm, module_kind::norm, true);
+  void layer_norm(std::string_view name, std::uint64_t dim, bool bias = true) {
+    add(name, ".weight", {dim}, tensor_role::norm, module_kind::norm, false);
+    if (bias) add(name, ".bias", {dim}, tensor_role::norm, module_kind::norm, true);
   }
-  void rms_norm(const std::string& name, std::uint64_t dim) {
-    add(name + ".weight", {dim}, tensor_role::norm, module_kind::norm, false);
+  void rms_norm(std::string_view name, std::uint64_t dim) {
+    add(name, ".weight", {dim}, tensor_role::norm, module_kind::norm, false);
   }
   // A bare nn.Parameter (fused MoE expert weights, BERT's MLM output bias).
-  void parameter(const std::string& name, std::vector<std::uint64_t> shape, tensor_role role,
+  void parameter(std::string_view name, tensor_shape shape, tensor_role role,
                  bool is_bias = false) {
-    add(name, std::move(shape), role, module_kind::parameter, is_bias);
+    add(name, "", shape, role, module_kind::parameter, is_bias);
   }
 
  private:
-  void add(const std::string& name, std::vector<std::uint64_t> shape, tensor_role role,
-           module_kind module, bool is_bias) {
-    spec_.tensors.push_back(
-        tensor_spec{prefix_ + name, role, module, std::move(shape), layer_, is_bias});
+  // One allocation per name: prefix + module + suffix.
+  void add(std::string_view module, std::string_view suffix, tensor_shape shape, tensor_role role,
+           module_kind kind, bool is_bias) {
+    std::string name;
+    name.reserve(prefix_.size() + module.size() + suffix.size());
+    name.append(prefix_).append(module).append(suffix);
+    spec_.tensors.push_back(tensor_spec{std::move(name), role, kind, shape, layer_, is_bias});
   }
 
   model_spec& spec_;

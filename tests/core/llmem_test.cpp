@@ -176,7 +176,7 @@ TEST_CASE("the max batch search equals LLMem's linear scan") {
   cluster.gpus = 1;
   cluster.cuda_context_bytes = default_cuda_context_bytes("turing");
   for (std::uint64_t seq : {128, 512, 2048}) {
-    auto fixed = llmem_fixed_terms(model.value(), cluster, {}, seq);
+    auto fixed = llmem_fixed_terms(spec.value(), model.value(), cluster, {}, seq);
     REQUIRE(fixed.ok());
     std::uint64_t linear = 0;
     while (llmem_estimate(model.value(), fixed.value(), cluster, linear + 1, seq).fits) ++linear;

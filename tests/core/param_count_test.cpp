@@ -24,7 +24,9 @@ json config_for(const std::string& id, const json& reference) {
 
 std::string shape_text(const json& shape) { return shape.dump(); }
 
-std::string shape_text(const std::vector<std::uint64_t>& shape) { return json(shape).dump(); }
+std::string shape_text(const tensor_shape& shape) {
+  return json(std::vector<std::uint64_t>(shape.begin(), shape.end())).dump();
+}
 
 TEST_CASE("every tensor matches transformers, name by name, in registration order") {
   const json golden = test::read_json("tests/golden/hf_param_counts.json");

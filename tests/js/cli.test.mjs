@@ -76,3 +76,42 @@ test('--help and --version', () => {
   assert.match(gpumem(['--help']).stdout, /gpumem params/);
   assert.match(gpumem(['--version']).stdout, /api_version 1/);
 });
+
+test('estimate and plan on the command line', () => {
+  const estimate = gpumem(['estimate', '--model', 'facebook/opt-1.3b', '--mode', 'llmem', '--gpus', '1',
+    '--method', 'single', '--micro-batch', '4', '--seq-len', '512', '--gpu', 'v100-sxm2-16gb', '--json']);
+  assert.equal(estimate.status, 0, estimate.stderr);
+  const out = JSON.parse(estimate.stdout);
+  const c = out.per_gpu[0].components;
+  // The design doc's worked example: 10616 + 198 + 2 + 208 + 590 MiB besides m_init.
+  assert.equal(c.optimizer_states + c.lm_head_weight + c.input + c.activations + c.logits_and_loss, 11614 * 2 ** 20);
+  const plan = gpumem(['plan', '--model', 'facebook/opt-6.7b', '--gpus', '8', '--gpu', 'a100-sxm4-40gb', '--mode', 'llmem', '--json']);
+  assert.equal(plan.status, 0, plan.stderr);
+  const parsed = JSON.parse(plan.stdout);
+  assert.ok(parsed.choice && parsed.candidates.length === 5);
+  for (const key of ['method', 'tp', 'max_micro_batch', 'peak_bytes', 'tokens_per_s', 'fits']) {
+    assert.ok(key in parsed.candidates[0], key);
+  }
+  const table = gpumem(['plan', '--model', 'facebook/opt-1.3b', '--gpus', '2', '--gpu', 't4', '--mode', 'llmem']);
+  assert.match(table.stdout, /fastest method that fits|Nothing fits/);
+  const bad = gpumem(['estimate', '--model', 'facebook/opt-1.3b', '--mode', 'llmem', '--gpus', '4', '--method', 'dp_tp', '--tp', '3', '--micro-batch', '1']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /parallel\.tp/);
+});
+
+test('validate scores the step-time model on throughput points', () => {
+  const points = join(scratch, 'points.json');
+  writeFileSync(points, JSON.stringify([{
+    id: 'x', model: { config: reference['meta-llama/Llama-2-7b-hf'].config },
+    workload: { phase: 'train', finetune: 'full', compute: 'amp_bf16', micro_batch: 2, seq_len: 4096, grad_ckpt: false, attention: 'flash' },
+    parallel: { method: 'fsdp_full_shard', gpus: 8, cpu_offload: false, tp: null },
+    gpu: { name: 'NVIDIA A100 80GB', memory_gib: 80 },
+    throughput: { tokens_per_s_per_gpu: 3000, tflops_per_gpu: null, step_time_s: null },
+  }]));
+  const run = gpumem(['validate', points, '--json']);
+  assert.equal(run.status, 0, run.stderr);
+  const report = JSON.parse(run.stdout).step_time;
+  assert.equal(report.summary.n, 1);
+  assert.equal(report.points[0].scored, true);
+  assert.ok(Math.abs(report.points[0].relative_error) < 1);
+});

@@ -76,3 +76,18 @@ test('models and gpus list the presets', () => {
   assert.ok(gpus.length >= 20);
   for (const gpu of gpus) assert.ok(Number.isInteger(gpu.memory_bytes) && gpu.memory_bytes > 0, gpu.id);
 });
+
+test('estimate and plan in LLMem mode through the facade', () => {
+  const estimate = gpumem.estimate({
+    mode: 'llmem', model: 'facebook/opt-1.3b', cluster: { gpu: 'v100-sxm2-16gb', gpus: 4 },
+    parallel: { method: 'adp' }, workload: { micro_batch: 4, seq_len: 512 },
+  });
+  assert.equal(estimate.per_gpu.length, 1);
+  assert.deepEqual(estimate.per_gpu[0].ranks, { first: 0, last: 3 });
+  const components = Object.values(estimate.per_gpu[0].components);
+  assert.equal(components.reduce((a, b) => a + b, 0), estimate.peak_bytes);
+  const plan = gpumem.plan({ mode: 'llmem', model: 'facebook/opt-1.3b', cluster: { gpu: 'v100-sxm2-16gb', gpus: 4 } });
+  assert.deepEqual(plan.candidates.map((c) => `${c.method}${c.tp}`), ['cdp1', 'adp1', 'tp4', 'dp_tp2']);
+  assert.ok(plan.choice.tokens_per_s > 0);
+  assert.throws(() => gpumem.plan({ model: 'gpt2', cluster: { gpu: 't4' } }), (e) => e.code === 'mode.unavailable');
+});

@@ -12,6 +12,8 @@
 // obtained with cudaMalloc (torch.cuda.memory_reserved).
 
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <vector>
 
 namespace gpumem {
@@ -57,7 +59,12 @@ class caching_allocator {
   };
   int take(std::uint64_t size, bool small_pool);
 
+  using free_set = std::set<std::pair<std::uint64_t, int>>;  // (size, block index)
+  free_set& pool(bool small_pool) { return small_pool ? free_small_ : free_large_; }
+
   std::vector<block> blocks_;
+  free_set free_small_;  // free blocks by size, for best fit
+  free_set free_large_;
   std::uint64_t allocated_ = 0;
   std::uint64_t reserved_ = 0;
   std::uint64_t peak_allocated_ = 0;

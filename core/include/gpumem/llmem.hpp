@@ -22,7 +22,7 @@ struct llmem_model {
     std::uint64_t numel = 0;
     std::uint64_t last_dim = 0;
     bool tp_sharded = false;  // a Linear or Embedding weight: split over the TP ranks
-    std::string name;
+    int tensor = -1;          // index into model_spec::tensors; -1 for the tied LM head
   };
   std::vector<selected_tensor> selected;
   // Every parameter once, in model.parameters() order, for Gemini's chunks.
@@ -61,8 +61,9 @@ struct llmem_fixed {
 
 // Checks the method against the GPU count and the tensor shapes (TP must divide every split
 // dimension) and computes the fixed terms.
-result<llmem_fixed> llmem_fixed_terms(const llmem_model& model, const cluster_spec& cluster,
-                                      const parallel_config& parallel, std::uint64_t seq_len);
+result<llmem_fixed> llmem_fixed_terms(const model_spec& spec, const llmem_model& model,
+                                      const cluster_spec& cluster, const parallel_config& parallel,
+                                      std::uint64_t seq_len);
 
 // The estimate at one micro-batch: components m_init, optimizer_states, gathered_params,
 // lm_head_weight, input, activations, logits_and_loss, tp_gather_buffers (in that order) for

@@ -5,6 +5,7 @@
 // per-tensor rounding depend on). Built from a config.json by config_parser.hpp.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,30 @@ enum class tensor_role {
 // ("Linear" exactly, or containing "Embedding"), so GPT-2's Conv1D must be told apart.
 enum class module_kind { embedding, linear, conv1d, norm, parameter };
 
+// Up to three dimensions (fused MoE experts are [experts, out, in]), kept inline.
+struct tensor_shape {
+  std::uint64_t dims[3] = {0, 0, 0};
+  std::size_t rank = 0;
+
+  tensor_shape() = default;
+  tensor_shape(std::initializer_list<std::uint64_t> list) {
+    for (auto d : list) {
+      if (rank < 3) dims[rank++] = d;
+    }
+  }
+  std::size_t size() const { return rank; }
+  std::uint64_t operator[](std::size_t i) const { return dims[i]; }
+  std::uint64_t back() const { return rank > 0 ? dims[rank - 1] : 0; }
+  const std::uint64_t* begin() const { return dims; }
+  const std::uint64_t* end() const { return dims + rank; }
+};
+
 struct tensor_spec {
   std::string name;  // full Hugging Face parameter name, e.g. model.layers.0.mlp.up_proj.weight
   tensor_role role;
   module_kind module;
-  std::vector<std::uint64_t>
-      shape;       // as torch reports it ([out, in] for Linear, [in, out] for Conv1D)
-  int layer = -1;  // index into model_spec::layers (encoder blocks first), -1 outside blocks
+  tensor_shape shape;  // as torch reports it ([out, in] for Linear, [in, out] for Conv1D)
+  int layer = -1;      // index into model_spec::layers (encoder blocks first), -1 outside blocks
   bool is_bias = false;
 
   std::uint64_t numel() const {

@@ -24,7 +24,7 @@ struct embedded_files {
 
 // Defined in the generated presets_data.cpp.
 embedded_files embedded_model_presets();
-const char* embedded_gpu_presets();
+embedded_files embedded_gpu_presets();  // one entry per GPU of presets/gpus.json, named by id
 
 // A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf): the preset file's object
 // with `id`, `family`, `config`, `published_params`, `source`, `notes`.
@@ -35,5 +35,8 @@ nlohmann::json all_model_presets();
 
 // presets/gpus.json as an object with `gpus`.
 nlohmann::ordered_json gpu_presets();
+
+// One GPU preset by id; a discarded value when there is none.
+nlohmann::json find_gpu_preset(const std::string& id);
 
 }  // namespace gpumem

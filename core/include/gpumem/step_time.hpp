@@ -28,6 +28,9 @@ struct step_time_options {
   double mfu = default_mfu;
   bool recompute = true;  // gradient checkpointing (LLMem: always on)
   bool bf16 = false;      // bf16 tensor-core peak instead of fp16
+  // Fused causal attention (FlashAttention, SDPA) skips the masked half of the score matrix
+  // (Dao et al. 2022, FlashAttention); eager attention computes all of it.
+  bool causal_kernel = false;
   // Colossal-AI 1D TP as LLMem runs it splits every Linear's input and all-reduces its output;
   // false: Megatron-style, two all-reduces per block in forward and two in backward.
   bool all_reduce_every_linear = true;

@@ -1,0 +1,57 @@
+// Google Benchmark: the core's JSON API natively, for the same requests as bench/wasm_bench.mjs
+// (LLMem mode, OPT-6.7b, 4 GPUs, sequence 512), plus the pieces they are made of.
+
+#include <benchmark/benchmark.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gpumem/config_parser.hpp"
+#include "gpumem/json_api.hpp"
+#include "gpumem/llmem.hpp"
+#include "gpumem/preset_catalog.hpp"
+
+namespace {
+
+const std::string estimate_request =
+    R"({"api_version":1,"command":"estimate","mode":"llmem","model":"facebook/opt-6.7b",)"
+    R"("cluster":{"gpu":"v100-sxm2-16gb","gpus":4},"parallel":{"method":"adp"},)"
+    R"("workload":{"micro_batch":4,"seq_len":512}})";
+const std::string plan_request =
+    R"({"api_version":1,"command":"plan","mode":"llmem","model":"facebook/opt-6.7b",)"
+    R"("cluster":{"gpu":"v100-sxm2-16gb","gpus":4},"workload":{"seq_len":512}})";
+const std::string params_request =
+    R"({"api_version":1,"command":"params","model":"meta-llama/Llama-3.1-8B"})";
+
+void run(benchmark::State& state, const std::string& request) {
+  for (auto _ : state) benchmark::DoNotOptimize(gpumem::handle_request(request));
+}
+
+void estimate(benchmark::State& state) { run(state, estimate_request); }
+void plan(benchmark::State& state) { run(state, plan_request); }
+void params(benchmark::State& state) { run(state, params_request); }
+
+// The estimate itself once the model is read and prepared (what the planner's batch search
+// repeats): OPT-6.7b, ADP on 4 V100-16GB, micro-batch 4, sequence 512.
+void core_estimate(benchmark::State& state) {
+  const auto preset = gpumem::find_model_preset("facebook/opt-6.7b", "model");
+  const auto spec = gpumem::parse_model_config(preset.value().at("config"), {}, "model.config");
+  const auto model = gpumem::prepare_llmem(spec.value());
+  gpumem::cluster_spec cluster;
+  cluster.gpu.memory_bytes = 17179869184ULL;
+  cluster.gpus = 4;
+  const gpumem::parallel_config adp{gpumem::parallel_method::adp, 1, false};
+  const auto fixed = gpumem::llmem_fixed_terms(spec.value(), model.value(), cluster, adp, 512);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(gpumem::llmem_estimate(model.value(), fixed.value(), cluster, 4, 512));
+  }
+}
+
+BENCHMARK(estimate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(core_estimate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(plan)->Unit(benchmark::kMicrosecond);
+BENCHMARK(params)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

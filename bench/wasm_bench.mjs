@@ -1,0 +1,30 @@
+// Times the wasm core through the facade under Node, as the page calls it: µs per LLMem-mode
+// estimate and per full plan (OPT-6.7b, 4 GPUs, sequence 512). Targets (issue: LLMem planner):
+// estimate <= 20 µs, plan <= 1 ms. Run after the build: node bench/wasm_bench.mjs
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+
+const facade = fileURLToPath(new URL('../build/wasm/wasm/gpumem.mjs', import.meta.url));
+const { loadGpumem } = await import(facade);
+const gpumem = await loadGpumem();
+
+const base = { mode: 'llmem', model: 'facebook/opt-6.7b', cluster: { gpu: 'v100-sxm2-16gb', gpus: 4 } };
+const estimate = { ...base, parallel: { method: 'adp' }, workload: { micro_batch: 4, seq_len: 512 } };
+const plan = { ...base, workload: { seq_len: 512 } };
+
+function time(label, run, minMs = 1000) {
+  for (let i = 0; i < 20; i += 1) run();  // warm up
+  let calls = 0;
+  const start = performance.now();
+  while (performance.now() - start < minMs) {
+    run();
+    calls += 1;
+  }
+  const us = ((performance.now() - start) * 1000) / calls;
+  console.log(`${label.padEnd(44)} ${us.toFixed(1).padStart(9)} µs/call  (${calls} calls)`);
+  return us;
+}
+
+time('estimate (llmem, OPT-6.7b, adp, 4 GPUs)', () => gpumem.estimate(estimate));
+time('plan (llmem, OPT-6.7b, 4 GPUs, seq 512)', () => gpumem.plan(plan));
+time('params (Llama-3.1-8B preset)', () => gpumem.params('meta-llama/Llama-3.1-8B'));

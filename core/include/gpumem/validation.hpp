@@ -1,0 +1,45 @@
+#pragma once
+// Scoring gpumem against measured points in the format of ../shared/validation/README.md:
+// each point becomes a request (never keyed on its id, source or model name), and the
+// estimate is compared with what was measured. This version scores the step-time model on the
+// points that carry throughput.
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <vector>
+
+namespace gpumem {
+
+struct scored_point {
+  std::string id;
+  std::string method;    // the point's parallel.method
+  bool scored = false;   // false: skipped, see note
+  std::string note;      // why skipped, or how the point was read
+  std::string quantity;  // "tokens_per_s_per_gpu" or "step_time_s"
+  double measured = 0;
+  double estimated = 0;
+  double relative_error = 0;  // (estimated - measured) / measured
+};
+
+// README "Scoring an estimator", step 3: count, median and nearest-rank 90th percentile of
+// |relative error|, and the share within 10 %.
+struct error_summary {
+  std::size_t n = 0;
+  double median_abs_rel_error = 0;
+  double p90_abs_rel_error = 0;
+  double within_10pct = 0;
+  double within_25pct = 0;
+};
+
+error_summary summarize(const std::vector<double>& abs_relative_errors);
+
+struct step_time_report {
+  std::vector<scored_point> points;
+  error_summary summary;
+  std::vector<std::pair<std::string, error_summary>> by_method;
+};
+
+// `points`: the JSON array of validation points.
+step_time_report validate_step_time(const nlohmann::json& points);
+
+}  // namespace gpumem
