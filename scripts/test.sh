@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: the doctest suite natively, under ASan+UBSan, and as wasm under node (ctest),
-# then the node:test suites for the facade, the CLI, the presets and the page in Chromium.
+# the measurement tool's unit tests, then the node:test suites for the facade, the CLI, the
+# presets and the page in Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -12,5 +13,7 @@ for preset in native native-asan wasm; do
   echo "== ctest --preset $preset"
   ctest --preset "$preset"
 done
+echo "== python3 -m unittest (tools/measure: the GPU measurement tool's mapping, without a GPU)"
+python3 -m unittest tools/measure/test_measure.py
 echo "== node --test"
 node --test tests/js/*.test.mjs

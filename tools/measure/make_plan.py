@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Write tools/measure/plan_h100.json: the configurations measure.py runs on one H100 80GB.
+
+Model dimensions come from presets/models/*.json (their `config` field, translated to the
+normalised keys of the validation format); workloads are chosen to isolate mechanisms an
+estimator must model (precision modes, optimizer states, batch and sequence scaling, activation
+checkpointing, eager vs SDPA attention, LoRA rank/targets, KV cache growth, logits), not to fit
+any formula. Every run is sized to stay well under 70 GiB.
+
+Usage: python3 tools/measure/make_plan.py [OUT]   (default tools/measure/plan_h100.json)
+"""
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PRESETS = os.path.join(ROOT, "presets", "models")
+GPU = {"name": "NVIDIA H100 80GB HBM3", "memory_gib": 80}
+
+# preset id -> (model.name in the output, family)
+MODELS = {
+    "gpt2": ("openai-community/gpt2", "gpt2"),
+    "facebook/opt-125m": ("facebook/opt-125m", "opt"),
+    "facebook/opt-1.3b": ("facebook/opt-1.3b", "opt"),
+    "EleutherAI/pythia-410m-deduped": ("EleutherAI/pythia-410m-deduped", "gpt_neox"),
+    "bigscience/bloom-560m": ("bigscience/bloom-560m", "bloom"),
+    "Qwen/Qwen2.5-0.5B": ("Qwen/Qwen2.5-0.5B", "qwen2"),
+    "microsoft/phi-2": ("microsoft/phi-2", "phi"),
+    "meta-llama/Llama-3.2-1B": ("meta-llama/Llama-3.2-1B", "llama"),
+    "meta-llama/Llama-3.2-3B": ("meta-llama/Llama-3.2-3B", "llama"),
+    "meta-llama/Llama-3.1-8B": ("meta-llama/Llama-3.1-8B", "llama"),
+    "mistralai/Mistral-7B-v0.1": ("mistralai/Mistral-7B-v0.1", "mistral"),
+}
+SHORT = {
+    "gpt2": "gpt2", "facebook/opt-125m": "opt125m", "facebook/opt-1.3b": "opt1.3b",
+    "EleutherAI/pythia-410m-deduped": "pythia410m", "bigscience/bloom-560m": "bloom560m",
+    "Qwen/Qwen2.5-0.5B": "qwen2.5-0.5b", "microsoft/phi-2": "phi2",
+    "meta-llama/Llama-3.2-1B": "llama3.2-1b", "meta-llama/Llama-3.2-3B": "llama3.2-3b",
+    "meta-llama/Llama-3.1-8B": "llama3.1-8b", "mistralai/Mistral-7B-v0.1": "mistral7b",
+}
+
+
+def load_preset(pid):
+    fn = os.path.join(PRESETS, pid.replace("/", "--") + ".json")
+    with open(fn) as f:
+        return json.load(f)["config"]
+
+
+def normalise(c):
+    """HF config.json keys -> the validation format's config keys."""
+    mt = c["model_type"]
+    if mt == "gpt2":
+        h, L, nh = c["n_embd"], c["n_layer"], c["n_head"]
+        out = dict(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh,
+                   num_key_value_heads=nh, head_dim=h // nh,
+                   intermediate_size=c.get("n_inner") or 4 * h, vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", True),
+                   max_position_embeddings=c["n_positions"], mlp_gated=False)
+    elif mt == "opt":
+        h, nh = c["hidden_size"], c["num_attention_heads"]
+        if c.get("word_embed_proj_dim", h) != h:
+            raise ValueError("OPT with word_embed_proj_dim != hidden_size is not representable")
+        out = dict(hidden_size=h, num_hidden_layers=c["num_hidden_layers"],
+                   num_attention_heads=nh, num_key_value_heads=nh, head_dim=h // nh,
+                   intermediate_size=c["ffn_dim"], vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", True),
+                   max_position_embeddings=c["max_position_embeddings"], mlp_gated=False)
+    elif mt == "bloom":
+        h = c["hidden_size"]
+        nh = c.get("n_head") or c["num_attention_heads"]
+        out = dict(hidden_size=h, num_hidden_layers=c.get("n_layer"), num_attention_heads=nh,
+                   num_key_value_heads=nh, head_dim=h // nh, intermediate_size=4 * h,
+                   vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", True),
+                   max_position_embeddings=None, mlp_gated=False)
+    elif mt == "gpt_neox":
+        h, nh = c["hidden_size"], c["num_attention_heads"]
+        out = dict(hidden_size=h, num_hidden_layers=c["num_hidden_layers"],
+                   num_attention_heads=nh, num_key_value_heads=nh, head_dim=h // nh,
+                   intermediate_size=c["intermediate_size"], vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", False),
+                   max_position_embeddings=c["max_position_embeddings"], mlp_gated=False,
+                   use_parallel_residual=c.get("use_parallel_residual", True),
+                   rotary_pct=c.get("rotary_pct", 0.25))
+    elif mt == "phi":
+        h, nh = c["hidden_size"], c["num_attention_heads"]
+        out = dict(hidden_size=h, num_hidden_layers=c["num_hidden_layers"],
+                   num_attention_heads=nh, num_key_value_heads=c.get("num_key_value_heads") or nh,
+                   head_dim=h // nh, intermediate_size=c["intermediate_size"],
+                   vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", False),
+                   max_position_embeddings=c["max_position_embeddings"], mlp_gated=False,
+                   partial_rotary_factor=c["partial_rotary_factor"])
+    elif mt in ("llama", "mistral", "qwen2"):
+        h, nh = c["hidden_size"], c["num_attention_heads"]
+        out = dict(hidden_size=h, num_hidden_layers=c["num_hidden_layers"],
+                   num_attention_heads=nh,
+                   num_key_value_heads=c.get("num_key_value_heads") or nh,
+                   head_dim=c.get("head_dim") or h // nh,
+                   intermediate_size=c["intermediate_size"], vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", False),
+                   max_position_embeddings=c["max_position_embeddings"], mlp_gated=True)
+        if mt == "mistral" and c.get("sliding_window") is not None:
+            out["sliding_window"] = c["sliding_window"]
+    else:
+        raise ValueError(mt)
+    return dict(model_type=mt, **out)
+
+
+def point(pid, model, phase, *, finetune=None, lora=None, weights="bf16", compute="pure_bf16",
+          optimizer="none", mb=None, seq=None, new=None, ckpt=None, attn="sdpa", notes=""):
+    name, family = MODELS[model] if model else (None, "none")
+    cfg = normalise(load_preset(model)) if model else None
+    if optimizer in ("adamw", "adam", "sgd"):
+        if finetune == "lora":
+            state = "fp32" if compute.startswith("amp_") else weights
+        else:
+            state = weights
+    else:
+        state = None
+    assumptions = []
+    if model:
+        assumptions.append("config from presets/models/%s.json (transformers defaults for "
+                           "every key the validation format does not carry)"
+                           % model.replace("/", "--"))
+    if notes:
+        assumptions.append("plan note: " + notes)
+    return {
+        "id": pid, "source": None, "trust": "high",
+        "model": {"name": name, "family": family, "config": cfg, "params": 0 if not model
+                  else None},
+        "workload": {"phase": phase, "finetune": finetune, "lora": lora, "weights": weights,
+                     "compute": compute, "optimizer": optimizer, "optimizer_state": state,
+                     "micro_batch": mb, "seq_len": seq, "new_tokens": new,
+                     "kv_cache_tokens": None, "grad_ckpt": ckpt, "attention": attn,
+                     "framework": "transformers"},
+        "parallel": {"method": "single", "gpus": 1, "cpu_offload": False, "offload": None,
+                     "dp": None, "tp": None, "pp": None, "cp": None, "sequence_parallel": None},
+        "gpu": dict(GPU), "metric": None, "measured_gib": None, "measured_host_gib": None,
+        "kind": "calibration" if phase == "load" else "peak", "throughput": None,
+        "assumptions": assumptions, "original_notes": "",
+    }
+
+
+def full(model, compute, opt, mb, seq, ckpt=False, attn="sdpa", phase="train", notes=""):
+    weights = {"fp32": "fp32", "amp_bf16": "fp32", "pure_bf16": "bf16"}[compute]
+    tag = "ft" if phase == "train" else "fb"
+    pid = "h100-%s-%s-%s-%s-b%d-s%d%s-%s" % (SHORT[model], tag, compute, opt, mb, seq,
+                                            "-ckpt" if ckpt else "", attn)
+    return point(pid, model, phase, finetune="full", weights=weights, compute=compute,
+                 optimizer=opt, mb=mb, seq=seq, ckpt=ckpt, attn=attn, notes=notes)
+
+
+def lora(model, r, targets, mb, seq, ckpt=False, attn="sdpa", compute="amp_bf16", notes=""):
+    tname = "all" if targets == ["all-linear"] else "qv"
+    pid = "h100-%s-lora-r%d-%s-%s-b%d-s%d%s-%s" % (SHORT[model], r, tname, compute, mb, seq,
+                                                 "-ckpt" if ckpt else "", attn)
+    return point(pid, model, "train", finetune="lora",
+                 lora={"r": r, "alpha": 2 * r, "targets": targets}, weights="bf16",
+                 compute=compute, optimizer="adamw", mb=mb, seq=seq, ckpt=ckpt, attn=attn,
+                 notes=notes)
+
+
+def infer(model, mb, seq, new, attn="sdpa"):
+    what = "prefill" if new == 1 else "gen%d" % new
+    pid = "h100-%s-infer-%s-b%d-s%d-%s" % (SHORT[model], what, mb, seq, attn)
+    return point(pid, model, "inference", weights="bf16", compute="pure_bf16", mb=mb, seq=seq,
+                 new=new, attn=attn)
+
+
+def plan():
+    L1, L3, L8 = "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.2-3B", "meta-llama/Llama-3.1-8B"
+    M7 = "mistralai/Mistral-7B-v0.1"
+    qv = ["q_proj", "v_proj"]
+    al = ["all-linear"]
+    pts = [
+        # calibration
+        point("h100-cuda-context", None, "load", weights="fp32", compute="fp32", attn=None,
+              notes="CUDA context only"),
+        point("h100-llama3.1-8b-load-bf16", L8, "load", weights="bf16", compute="pure_bf16",
+              attn=None, notes="weights only (untied head)"),
+        point("h100-llama3.2-1b-load-fp32", L1, "load", weights="fp32", compute="fp32",
+              attn=None, notes="weights only (tied head)"),
+        # Llama-3.2-1B full fine-tuning: precision x optimizer
+        full(L1, "fp32", "adamw", 4, 512),
+        full(L1, "amp_bf16", "adamw", 4, 512),
+        full(L1, "pure_bf16", "adamw", 4, 512),
+        full(L1, "fp32", "sgd", 4, 512),
+        full(L1, "amp_bf16", "sgd", 4, 512),
+        full(L1, "pure_bf16", "sgd", 4, 512),
+        full(L1, "fp32", "none", 4, 512, phase="forward_backward"),
+        full(L1, "amp_bf16", "none", 4, 512, phase="forward_backward"),
+        # batch / sequence scaling, checkpointing, attention
+        full(L1, "amp_bf16", "adamw", 1, 512),
+        full(L1, "amp_bf16", "adamw", 8, 512),
+        full(L1, "amp_bf16", "adamw", 4, 1024),
+        full(L1, "amp_bf16", "adamw", 4, 2048),
+        full(L1, "amp_bf16", "adamw", 4, 512, ckpt=True),
+        full(L1, "amp_bf16", "adamw", 4, 2048, ckpt=True),
+        full(L1, "amp_bf16", "adamw", 4, 512, attn="eager"),
+        full(L1, "amp_bf16", "adamw", 1, 2048),
+        full(L1, "amp_bf16", "adamw", 1, 2048, attn="eager"),
+        # other architectures
+        full("gpt2", "fp32", "adamw", 8, 1024, attn="eager"),
+        full("gpt2", "fp32", "adamw", 8, 1024),
+        full("gpt2", "amp_bf16", "adamw", 8, 1024),
+        full("gpt2", "amp_bf16", "adamw", 8, 256),
+        full("facebook/opt-125m", "amp_bf16", "adamw", 8, 1024),
+        full("facebook/opt-1.3b", "amp_bf16", "adamw", 4, 1024),
+        full("EleutherAI/pythia-410m-deduped", "amp_bf16", "adamw", 8, 1024),
+        full("bigscience/bloom-560m", "amp_bf16", "adamw", 4, 1024, attn="eager"),
+        full("Qwen/Qwen2.5-0.5B", "amp_bf16", "adamw", 8, 1024),
+        full("microsoft/phi-2", "pure_bf16", "adamw", 4, 512),
+        full(L3, "pure_bf16", "adamw", 4, 1024),
+        full(L3, "pure_bf16", "adamw", 4, 1024, ckpt=True),
+        full(L3, "amp_bf16", "sgd", 4, 512),
+        # LoRA on a bf16 base
+        lora(L1, 8, qv, 4, 1024),
+        lora(L1, 64, al, 4, 1024),
+        lora(L3, 16, qv, 4, 1024),
+        lora(L3, 16, al, 4, 1024),
+        lora(L8, 16, qv, 1, 1024),
+        lora(L8, 16, qv, 1, 1024, attn="eager"),
+        lora(L8, 16, qv, 4, 1024),
+        lora(L8, 16, qv, 4, 1024, compute="pure_bf16"),
+        lora(L8, 64, al, 2, 1024),
+        lora(L8, 16, al, 4, 2048, ckpt=True),
+        lora(M7, 16, qv, 4, 1024),
+        # inference (bf16 weights)
+        infer(L1, 1, 2048, 1),
+        infer(L1, 8, 2048, 1),
+        infer(L1, 1, 512, 128),
+        infer(L1, 8, 512, 512),
+        infer(L3, 8, 1024, 128),
+        infer(L8, 1, 2048, 1),
+        infer(L8, 1, 2048, 1, attn="eager"),
+        infer(L8, 8, 1024, 1),
+        infer(L8, 1, 512, 128),
+        infer(L8, 8, 512, 512),
+        infer(M7, 8, 1024, 128),
+        infer("gpt2", 8, 512, 128),
+    ]
+    ids = [p["id"] for p in pts]
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    return pts
+
+
+def main():
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tools", "measure",
+                                                            "plan_h100.json")
+    pts = plan()
+    with open(out, "w") as f:
+        json.dump(pts, f, indent=1)
+        f.write("\n")
+    print("wrote %d configurations to %s" % (len(pts), out))
+
+
+if __name__ == "__main__":
+    main()
