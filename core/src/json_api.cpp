@@ -282,7 +282,32 @@ std::string validate_command(const json& request) {
   }
   ordered_json by_method = ordered_json::object();
   for (const auto& [method, summary] : report.by_method) by_method[method] = summary_json(summary);
-  ordered_json result = {{"step_time",
+  const memory_report memory = validate_memory(request.at("points"));
+  ordered_json summary = summary_json(memory.summary);
+  summary["bounds_correct"] = memory.bounds_correct;
+  summary["bounds_total"] = memory.bounds_total;
+  ordered_json memory_points = ordered_json::array();
+  for (const auto& p : memory.points) {
+    ordered_json entry = {
+        {"id", p.id},         {"kind", p.kind},         {"metric", p.metric},
+        {"phase", p.phase},   {"finetune", p.finetune}, {"trust", p.trust},
+        {"scored", p.scored}, {"note", p.note},         {"measured_gib", p.measured_gib}};
+    if (p.scored) {
+      entry["estimated_gib"] = p.estimated_gib;
+      if (p.kind == "peak") entry["relative_error"] = p.relative_error;
+      if (p.kind != "peak") entry["bound_correct"] = p.bound_correct;
+    }
+    memory_points.push_back(std::move(entry));
+  }
+  ordered_json by_phase = ordered_json::object();
+  for (const auto& [k, v] : memory.by_phase) by_phase[k] = summary_json(v);
+  ordered_json by_finetune = ordered_json::object();
+  for (const auto& [k, v] : memory.by_finetune) by_finetune[k] = summary_json(v);
+  ordered_json result = {{"summary", std::move(summary)},
+                         {"by_phase", std::move(by_phase)},
+                         {"by_finetune", std::move(by_finetune)},
+                         {"points", std::move(memory_points)},
+                         {"step_time",
                           {{"summary", summary_json(report.summary)},
                            {"by_method", std::move(by_method)},
                            {"points", std::move(points)}}}};

@@ -42,4 +42,32 @@ struct step_time_report {
 // `points`: the JSON array of validation points.
 step_time_report validate_step_time(const nlohmann::json& points);
 
+struct memory_point {
+  std::string id;
+  std::string kind;    // peak, oom_lower_bound, capacity_upper_bound
+  std::string metric;  // allocated, reserved, nvml_used (unknown is read as allocated)
+  std::string phase;
+  std::string finetune;
+  std::string trust;
+  bool scored = false;
+  std::string note;
+  double measured_gib = 0;
+  double estimated_gib = 0;
+  double relative_error = 0;
+  bool bound_correct = false;  // bounds only
+};
+
+struct memory_report {
+  std::vector<memory_point> points;
+  error_summary summary;  // peak points
+  std::size_t bounds_correct = 0;
+  std::size_t bounds_total = 0;
+  std::vector<std::pair<std::string, error_summary>> by_phase;
+  std::vector<std::pair<std::string, error_summary>> by_finetune;
+};
+
+// Scores the detailed estimator's GPU peak on the points it models (single-GPU training and
+// forward+backward so far); the others are listed with the reason they are skipped.
+memory_report validate_memory(const nlohmann::json& points);
+
 }  // namespace gpumem

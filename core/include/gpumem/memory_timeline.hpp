@@ -1,0 +1,60 @@
+#pragma once
+// A replay of the tensors a training or inference step allocates and frees, in order, through
+// the caching allocator model: the peak of allocated and reserved bytes, when it happens, and
+// what was alive at that moment by category. The detailed estimator describes a step as such a
+// sequence (which framework allocates what, and when), so that the peak is where the real one
+// is, not a sum of maxima.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpumem/allocator.hpp"
+
+namespace gpumem {
+
+enum class memory_category {
+  cuda_workspace,          // cuBLAS/cuBLASLt workspaces (allocated through PyTorch)
+  weights,                 // model parameters as loaded
+  adapters,                // LoRA matrices
+  autocast_weight_copies,  // 16-bit copies autocast caches and autograd saves
+  activations,             // tensors saved for backward, and temporaries of the layer running
+  logits_and_loss,         // the LM head's output and the loss computation
+  gradients,
+  optimizer_states,
+  optimizer_temporaries,  // e.g. the foreach AdamW step's intermediate list
+  kv_cache,
+  other,
+};
+inline constexpr std::size_t memory_category_count = 11;
+
+const char* category_name(memory_category category);
+
+struct timeline_peak {
+  std::uint64_t allocated = 0;
+  std::uint64_t reserved = 0;
+  std::string phase;  // where the allocated peak happened
+  std::array<std::uint64_t, memory_category_count> by_category{};  // live at that peak
+};
+
+class memory_timeline {
+ public:
+  int allocate(std::uint64_t bytes, memory_category category);
+  void free(int handle);
+  void phase(std::string name) { phase_ = std::move(name); }
+
+  const timeline_peak& peak() const { return peak_; }
+  std::uint64_t peak_reserved() const { return allocator_.peak_reserved(); }
+  std::uint64_t allocated() const { return allocator_.allocated(); }
+
+ private:
+  caching_allocator allocator_;
+  std::vector<std::pair<int, memory_category>> handles_;  // allocator handle, category
+  std::vector<std::uint64_t> sizes_;
+  std::array<std::uint64_t, memory_category_count> live_{};
+  std::string phase_;
+  timeline_peak peak_;
+};
+
+}  // namespace gpumem

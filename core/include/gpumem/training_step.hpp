@@ -1,0 +1,54 @@
+#pragma once
+// The detailed estimator for a training step on one GPU: what plain PyTorch + transformers (+
+// PEFT) allocate, tensor by tensor and in order, replayed through the caching allocator
+// (memory_timeline). See docs/methodology.md for every term and its source.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpumem/hardware.hpp"
+#include "gpumem/memory_timeline.hpp"
+#include "gpumem/model_spec.hpp"
+#include "gpumem/result.hpp"
+
+namespace gpumem {
+
+enum class finetune_kind { full, lora };
+// fp32; autocast mixed precision (fp32 trainable weights and states, 16-bit matmuls); pure
+// 16-bit (weights, gradients and states all 16-bit, no master copy).
+enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
+enum class optimizer_kind { adamw, sgd, sgd_momentum, none };
+enum class attention_kernel { eager, sdpa };
+
+struct training_config {
+  finetune_kind finetune = finetune_kind::full;
+  std::uint64_t lora_rank = 8;
+  std::vector<std::string> lora_targets;  // module names (q_proj, ...) or "all-linear"
+  compute_precision compute = compute_precision::amp_bf16;
+  std::uint64_t base_weight_bytes = 0;  // frozen LoRA base: 2 (16-bit) or 4; 0: from compute
+  optimizer_kind optimizer = optimizer_kind::adamw;
+  bool optimizer_step = true;  // false: forward and backward only
+  std::uint64_t micro_batch = 1;
+  std::uint64_t seq_len = 512;
+  bool grad_ckpt = false;
+  attention_kernel attention = attention_kernel::sdpa;
+};
+
+struct training_estimate {
+  timeline_peak peak;  // allocated peak, its phase and what was alive
+  std::uint64_t peak_reserved = 0;
+  std::uint64_t trainable_params = 0;
+  std::vector<std::string> notes;
+};
+
+// Fails with mode.unsupported_model for architectures the step model does not cover yet.
+result<training_estimate> estimate_training_step(const model_spec& spec,
+                                                 const training_config& config,
+                                                 const gpu_spec& gpu);
+
+// The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
+// 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
+std::uint64_t cublas_workspace_bytes(const std::string& architecture);
+
+}  // namespace gpumem

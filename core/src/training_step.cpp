@@ -1,0 +1,425 @@
+#include "gpumem/training_step.hpp"
+
+#include <algorithm>
+
+namespace gpumem {
+
+namespace {
+
+using cat = memory_category;
+
+bool is_amp(compute_precision c) {
+  return c == compute_precision::amp_fp16 || c == compute_precision::amp_bf16;
+}
+
+// Bytes of the 16-bit or 32-bit compute dtype: what matmul outputs and saved 16-bit inputs hold.
+std::uint64_t compute_bytes(compute_precision c) { return c == compute_precision::fp32 ? 4 : 2; }
+
+std::string module_of(const std::string& name) {
+  // "model.layers.0.self_attn.q_proj.weight" -> "q_proj"
+  const auto end = name.rfind('.');
+  const auto start = name.rfind('.', end - 1);
+  return name.substr(start + 1, end - start - 1);
+}
+
+// Where a block's linear layer sits in the data flow, from its Hugging Face module path.
+enum class linear_role { attention_in, attention_out, mlp_in, mlp_out };
+
+linear_role role_of(const tensor_spec& t) {
+  const std::string module = module_of(t.name);
+  for (const char* m : {"o_proj", "out_proj", "dense"}) {
+    if (module == m) return linear_role::attention_out;
+  }
+  if (module == "c_proj") {
+    return t.name.find(".attn.") != std::string::npos ? linear_role::attention_out
+                                                      : linear_role::mlp_out;
+  }
+  for (const char* m :
+       {"gate_proj", "up_proj", "gate_up_proj", "fc1", "fc_in", "c_fc", "dense_h_to_4h"}) {
+    if (module == m) return linear_role::mlp_in;
+  }
+  for (const char* m : {"down_proj", "fc2", "fc_out", "dense_4h_to_h"}) {
+    if (module == m) return linear_role::mlp_out;
+  }
+  return linear_role::attention_in;  // q/k/v, fused qkv, c_attn, query_key_value
+}
+
+// What one transformer block keeps for backward and briefly needs, as separate tensors.
+struct block_memory {
+  std::vector<std::uint64_t> saved;          // alive until this block's backward
+  std::vector<std::uint64_t> weight_copies;  // autocast's 16-bit copies of its weights
+  std::uint64_t transient = 0;               // extra bytes alive at the block's busiest moment
+  std::uint64_t backward_transient = 0;      // gradient temporaries during its backward
+};
+
+struct step_context {
+  const model_spec& spec;
+  const training_config& config;
+  std::uint64_t tokens = 0;  // B s
+  std::uint64_t c = 2;       // compute bytes
+  std::uint64_t r = 4;       // residual-stream bytes (the embedding weight's dtype)
+  std::uint64_t adapter_bytes = 4;
+  bool amp = false;
+  bool full = true;
+};
+
+// Which linear weights carry LoRA adapters (PEFT target_modules; "all-linear": every linear
+// layer in the blocks, not the LM head).
+bool lora_target(const training_config& config, const tensor_spec& t) {
+  if (config.finetune != finetune_kind::lora) return false;
+  if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
+    return false;
+  const std::string module = module_of(t.name);
+  for (const auto& target : config.lora_targets) {
+    if (target == "all-linear" && t.layer >= 0) return true;
+    if (target == module) return true;
+  }
+  return false;
+}
+
+// The input a linear keeps for its weight gradient (autograd saves what the backward of the
+// trainable operands needs; aten mm: the input only when the weight requires grad).
+// `input_bytes` is the element size of the activation it reads.
+void linear_input(block_memory& m, const step_context& ctx, std::uint64_t in_features,
+                  std::uint64_t input_bytes, bool trainable, bool adapter, bool& shared_saved) {
+  const std::uint64_t elems = ctx.tokens * in_features;
+  if (trainable) {
+    if (ctx.amp && input_bytes != ctx.c) {
+      m.saved.push_back(elems * ctx.c);  // autocast casts the input for every linear separately
+    } else {
+      shared_saved = true;  // the activation itself, counted once by the caller
+    }
+  }
+  if (adapter) {
+    // PEFT LoRA: the input cast to the adapter dtype, then lora_A (saves its input, autocast-cast
+    // under amp), lora_B (saves lora_A's output).
+    if (ctx.amp) {
+      m.saved.push_back(elems * ctx.c);
+      if (input_bytes != ctx.adapter_bytes)
+        m.transient = std::max(m.transient, elems * ctx.adapter_bytes);
+    } else {
+      shared_saved = true;
+    }
+    m.saved.push_back(ctx.tokens * ctx.config.lora_rank * ctx.c);
+  }
+}
+
+std::uint64_t tensor_out(const tensor_spec& t) {
+  return t.module == module_kind::conv1d ? t.shape[1] : t.shape[0];
+}
+std::uint64_t tensor_in(const tensor_spec& t) {
+  return t.module == module_kind::conv1d ? t.shape[0] : t.shape[1];
+}
+
+// Norm saves. RMSNorm (LlamaRMSNorm): the fp32 input, rsqrt, and (when its weight trains) the
+// normalised input in the input dtype. LayerNorm (native_layer_norm, fp32 under autocast): the
+// input, mean and rstd.
+void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
+                std::uint64_t input_bytes, bool& input_saved) {
+  const std::uint64_t t = ctx.tokens;
+  if (ctx.spec.norm == norm_kind::rms_norm) {
+    if (input_bytes == 4) {
+      input_saved = true;
+    } else {
+      m.saved.push_back(4 * t * width);
+    }
+    m.saved.push_back(4 * t);
+    if (ctx.full) m.saved.push_back(input_bytes * t * width);
+  } else {
+    input_saved = true;
+    m.saved.push_back(8 * t);
+  }
+}
+
+// The element size of a norm's output: RMSNorm returns the input dtype; LayerNorm runs in fp32
+// under autocast.
+std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_bytes) {
+  if (ctx.spec.norm == norm_kind::layer_norm && ctx.amp) return 4;
+  return input_bytes;
+}
+
+// Activation functions and what they keep (transformers ACT2FN): python-formula GELUs
+// (gelu_new) keep the input, tanh's output and two products; ReLU its output; the others
+// (F.gelu, SiLU, BLOOM's GeLUFunction) their input. Returns the count of c-byte tensors of the
+// MLP width, the input included.
+std::uint64_t activation_tensors(const std::string& activation) {
+  if (activation == "gelu_new" || activation == "gelu_fast") return 4;
+  return 1;
+}
+
+block_memory block(const step_context& ctx, int layer_index) {
+  const auto& spec = ctx.spec;
+  const std::uint64_t t = ctx.tokens;
+  const std::uint64_t c = ctx.c;
+  const std::uint64_t h = spec.hidden_size;
+  const std::uint64_t q = spec.num_heads * spec.head_dim;
+  const std::uint64_t kv = spec.num_kv_heads * spec.head_dim;
+  block_memory m;
+
+  // The block's linear weights, in order, with their trainability and adapters.
+  std::vector<const tensor_spec*> linears;
+  for (const auto& tensor : spec.tensors) {
+    if (tensor.layer != layer_index || tensor.is_bias) continue;
+    if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d)
+      linears.push_back(&tensor);
+    if (ctx.amp && ctx.full &&
+        (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d)) {
+      m.weight_copies.push_back(tensor.numel() * c);  // torch.autocast's weight cache
+    }
+  }
+  auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
+    for (const auto* w : linears) {
+      if (role_of(*w) == role) {
+        linear_input(m, ctx, tensor_in(*w), input_bytes, ctx.full, lora_target(ctx.config, *w),
+                     shared);
+      }
+    }
+  };
+  const bool eager = ctx.config.attention == attention_kernel::eager;
+
+  // 1. The norm before attention; its output feeds the q/k/v projection(s).
+  bool input_saved = false;
+  norm_saves(m, ctx, h, ctx.r, input_saved);
+  if (input_saved) m.saved.push_back(ctx.r * t * h);
+  const std::uint64_t y1_bytes = norm_output_bytes(ctx, ctx.r);
+  bool y1_shared = false;
+  feed(linear_role::attention_in, y1_bytes, y1_shared);
+  if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
+  if (y1_shared) m.saved.push_back(y1_bytes * t * h);
+
+  // 2. Attention. SDPA (flash / memory-efficient kernels) keeps q, k, v, its output and the
+  // log-sum-exp; eager attention the fp32 softmax, its 16-bit cast and K/V repeated to all heads.
+  m.saved.push_back(c * t * (q + 2 * kv));
+  if (eager) {
+    const std::uint64_t scores =
+        ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len * ctx.config.seq_len;
+    if (kv < q) m.saved.push_back(2 * c * t * q);
+    m.saved.push_back(4 * scores);
+    if (c != 4) m.saved.push_back(c * scores);
+    if (spec.attention_dropout > 0) m.saved.push_back(scores + c * scores);  // mask + output
+    m.transient = std::max(m.transient, 2 * c * scores);  // scaled and masked scores
+  } else {
+    m.saved.push_back(c * t * q);  // output
+    m.saved.push_back(4 * ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len);
+  }
+
+  // 3. Output projection (reads the attention output, made contiguous).
+  bool o_shared = false;
+  feed(linear_role::attention_out, c, o_shared);
+  if (o_shared) m.saved.push_back(c * t * q);
+
+  // 4. MLP, after a second norm unless attention and MLP run in parallel.
+  std::uint64_t mlp_in_bytes = y1_bytes;
+  if (!spec.parallel_block) {
+    bool mid_saved = false;
+    norm_saves(m, ctx, h, ctx.r, mid_saved);
+    if (mid_saved) m.saved.push_back(ctx.r * t * h);
+    mlp_in_bytes = norm_output_bytes(ctx, ctx.r);
+    bool y2_shared = false;
+    feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
+    if (y2_shared) m.saved.push_back(mlp_in_bytes * t * h);
+  }
+  const std::uint64_t i = spec.intermediate_size;
+  if (spec.gated_mlp) {
+    m.saved.push_back(3 * c * t * i);  // gate (SiLU's input), its output, up (the product's inputs)
+  } else {
+    m.saved.push_back(activation_tensors(spec.activation) * c * t * i);
+  }
+  bool down_shared = false;
+  feed(linear_role::mlp_out, c, down_shared);
+  if (down_shared) m.saved.push_back(c * t * i);
+  if (spec.hidden_dropout > 0) m.saved.push_back(2 * t * h);  // two residual dropout masks (bool)
+
+  // Busiest moment besides what is saved: the MLP product before down-projection and the
+  // residual stream; during backward the gradients of the MLP's intermediates.
+  m.transient = std::max(m.transient, c * t * i + ctx.r * t * h);
+  m.backward_transient = 3 * c * t * i + 2 * ctx.r * t * h;
+  return m;
+}
+
+bool supported(const model_spec& spec) {
+  if (spec.encoder_decoder || !spec.causal || spec.moe.num_experts > 0 || spec.mla) return false;
+  return true;
+}
+
+}  // namespace
+
+std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
+  if (architecture == "hopper" || architecture == "blackwell") return 32ULL << 20;
+  return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;
+}
+
+result<training_estimate> estimate_training_step(const model_spec& spec,
+                                                 const training_config& config,
+                                                 const gpu_spec& gpu) {
+  if (!supported(spec)) {
+    return error{
+        "mode.unsupported_model", "model",
+        "[model] the detailed training estimator covers dense decoder-only models so far; " +
+            spec.architecture + " is not one"};
+  }
+  step_context ctx{spec, config};
+  ctx.tokens = config.micro_batch * config.seq_len;
+  ctx.c = compute_bytes(config.compute);
+  ctx.amp = is_amp(config.compute);
+  ctx.full = config.finetune == finetune_kind::full;
+  const bool pure = config.compute == compute_precision::pure_bf16 ||
+                    config.compute == compute_precision::pure_fp16;
+  const std::uint64_t full_bytes = pure ? 2 : 4;
+  const std::uint64_t base_bytes =
+      ctx.full ? full_bytes
+               : (config.base_weight_bytes ? config.base_weight_bytes : (ctx.c == 4 ? 4 : 2));
+  // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True).
+  ctx.adapter_bytes = pure ? 2 : 4;
+  ctx.r = base_bytes;
+
+  training_estimate out;
+  memory_timeline tl;
+  tl.phase("load");
+  // cuBLAS and cuBLASLt (1 MiB) workspaces of the forward thread.
+  tl.allocate(cublas_workspace_bytes(gpu.architecture), cat::cuda_workspace);
+  tl.allocate(1ULL << 20, cat::cuda_workspace);
+
+  // Parameters as loaded (one allocation each), the trainable ones, and LoRA adapters.
+  struct trainable {
+    std::uint64_t numel;
+    std::uint64_t bytes;
+    int layer;
+  };
+  std::vector<trainable> params;
+  for (const auto& t : spec.tensors) {
+    tl.allocate(t.numel() * base_bytes, cat::weights);
+    if (ctx.full) params.push_back({t.numel(), base_bytes, t.layer});
+  }
+  for (const auto& t : spec.tensors) {
+    if (!lora_target(config, t)) continue;
+    for (std::uint64_t numel :
+         {config.lora_rank * tensor_in(t), tensor_out(t) * config.lora_rank}) {
+      tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
+      params.push_back({numel, ctx.adapter_bytes, t.layer});
+    }
+  }
+  for (const auto& p : params) out.trainable_params += p.numel;
+
+  std::vector<block_memory> blocks;
+  for (std::size_t l = 0; l < spec.layers.size(); ++l)
+    blocks.push_back(block(ctx, static_cast<int>(l)));
+  const std::uint64_t t_tokens = ctx.tokens;
+  const std::uint64_t h = spec.hidden_size;
+  const std::uint64_t v = spec.vocab_size;
+  const std::uint64_t e = spec.embedding_dim;
+
+  std::vector<int> states;
+  bool backward_workspace = false;
+  const int steps = config.optimizer_step ? 2 : 1;  // step 2 runs with the optimizer states
+  for (int step = 1; step <= steps; ++step) {
+    tl.phase("forward");
+    std::vector<std::vector<int>> saved(blocks.size());
+    std::vector<int> copies;
+    int residual = tl.allocate(ctx.r * t_tokens * h, cat::activations);  // embedding output
+    for (std::size_t l = 0; l < blocks.size(); ++l) {
+      const auto& b = blocks[l];
+      if (config.grad_ckpt) {
+        // Non-reentrant checkpointing keeps only the block input; autocast still caches the
+        // weight copies until it exits.
+        saved[l].push_back(tl.allocate(ctx.r * t_tokens * h, cat::activations));
+        for (auto bytes : b.weight_copies)
+          copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
+        std::vector<int> live;
+        for (auto bytes : b.saved) live.push_back(tl.allocate(bytes, cat::activations));
+        for (int id : live) tl.free(id);
+      } else {
+        for (auto bytes : b.weight_copies)
+          saved[l].push_back(tl.allocate(bytes, cat::autocast_weight_copies));
+        for (auto bytes : b.saved) saved[l].push_back(tl.allocate(bytes, cat::activations));
+      }
+      const int busy = tl.allocate(b.transient, cat::activations);
+      tl.free(busy);
+      const int next = tl.allocate(ctx.r * t_tokens * h, cat::activations);
+      tl.free(residual);
+      residual = next;
+    }
+    // Final norm, LM head (16-bit copy of its weight under autocast) and the loss: transformers
+    // upcasts the logits to fp32 and cross-entropy keeps log-softmax's fp32 output.
+    tl.phase("loss");
+    std::vector<int> head;
+    head.push_back(tl.allocate(4 * t_tokens * h, cat::activations));
+    if (ctx.amp && ctx.full)
+      head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
+    if (ctx.amp && ctx.full) head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
+    const int logits =
+        tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * t_tokens * v, cat::logits_and_loss);
+    const int upcast =
+        ctx.c == 4 || spec.logits_fp32 ? -1 : tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
+    const int log_softmax = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
+    tl.free(upcast);
+    tl.free(logits);
+    tl.free(residual);
+    if (config.grad_ckpt) {
+      for (int id : copies) tl.free(id);  // autocast's cache is cleared when it exits
+    }
+
+    tl.phase("backward");
+    if (!backward_workspace) {
+      tl.allocate(cublas_workspace_bytes(gpu.architecture),
+                  cat::cuda_workspace);  // autograd thread
+      backward_workspace = true;
+    }
+    std::vector<int> grads;
+    auto grads_for = [&](int layer) {
+      for (const auto& p : params) {
+        if (p.layer == layer) grads.push_back(tl.allocate(p.numel * p.bytes, cat::gradients));
+      }
+    };
+    {
+      const int grad_logits = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
+      const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * t_tokens * v, cat::logits_and_loss);
+      tl.free(grad_logits);
+      tl.free(log_softmax);
+      grads_for(-1);  // LM head and embeddings (outside the blocks)
+      tl.free(grad_c);
+      for (int id : head) tl.free(id);
+    }
+    for (std::size_t l = blocks.size(); l-- > 0;) {
+      const auto& b = blocks[l];
+      std::vector<int> recomputed;
+      if (config.grad_ckpt) {
+        for (auto bytes : b.weight_copies)
+          recomputed.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
+        for (auto bytes : b.saved) recomputed.push_back(tl.allocate(bytes, cat::activations));
+      }
+      const int busy = tl.allocate(b.backward_transient, cat::activations);
+      grads_for(static_cast<int>(l));
+      tl.free(busy);
+      for (int id : recomputed) tl.free(id);
+      for (int id : saved[l]) tl.free(id);
+    }
+
+    if (!config.optimizer_step) break;
+    tl.phase("optimizer step");
+    if (states.empty() && config.optimizer != optimizer_kind::none &&
+        config.optimizer != optimizer_kind::sgd) {
+      // torch.optim creates the states at the first step, in the parameters' dtype: AdamW's
+      // exp_avg and exp_avg_sq, SGD's momentum buffer.
+      for (const auto& p : params) {
+        states.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_states));
+        if (config.optimizer == optimizer_kind::adamw)
+          states.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_states));
+      }
+    }
+    if (config.optimizer == optimizer_kind::adamw) {
+      // The foreach implementation (default on CUDA) materialises sqrt(exp_avg_sq) for every
+      // parameter at once (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
+      std::vector<int> temps;
+      for (const auto& p : params)
+        temps.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_temporaries));
+      for (int id : temps) tl.free(id);
+    }
+    for (int id : grads) tl.free(id);  // zero_grad(set_to_none=True)
+  }
+  out.peak = tl.peak();
+  out.peak_reserved = tl.peak_reserved();
+  return out;
+}
+
+}  // namespace gpumem
