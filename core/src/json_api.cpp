@@ -9,6 +9,7 @@
 #include "gpumem/param_count.hpp"
 #include "gpumem/planner.hpp"
 #include "gpumem/preset_catalog.hpp"
+#include "gpumem/training_step.hpp"
 #include "gpumem/validation.hpp"
 #include "model_json.hpp"
 #include "request_reader.hpp"
@@ -149,12 +150,12 @@ struct training_context {
   std::vector<std::string> warnings;
 };
 
-result<training_context> read_training(const json& request) {
+result<training_context> read_training(const json& request, bool detailed_allowed) {
   auto mode = read_mode(request);
   if (!mode.ok()) return mode.failure();
-  if (mode.value() != "llmem") {
+  if (mode.value() != "llmem" && !detailed_allowed) {
     return error{"mode.unavailable", "mode",
-                 "[mode] \"detailed\" is not available yet in this version; use \"llmem\" "
+                 "[mode] \"detailed\" plans are not available yet in this version; use \"llmem\" "
                  "(LLMem's estimator for Colossal-AI Gemini fine-tuning)"};
   }
   auto model = resolve_model(request);
@@ -177,15 +178,77 @@ ordered_json model_identity(const training_context& c) {
   return out;
 }
 
+// The detailed estimator (one GPU so far): the step replayed through the caching allocator.
+std::string detailed_estimate(const json& request, training_context& c) {
+  if (auto e = unknown_keys(request, "",
+                            {"api_version", "command", "mode", "model", "cluster", "parallel",
+                             "workload", "options", "metric"})) {
+    return respond_error(*e);
+  }
+  auto parallel = read_parallel(request);
+  if (!parallel.ok()) return respond_error(parallel.failure());
+  if (parallel.value().method != parallel_method::single || c.cluster.gpus != 1) {
+    return respond_error(
+        {"mode.unavailable", "parallel.method",
+         "[parallel.method] the detailed estimator covers one GPU (method single) so "
+         "far; use mode \"llmem\" for distributed methods"});
+  }
+  auto workload = read_detailed_workload(request, c.model.spec, c.warnings);
+  if (!workload.ok()) return respond_error(workload.failure());
+  auto metric = read_metric(request);
+  if (!metric.ok()) return respond_error(metric.failure());
+  auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
+  if (!estimate.ok()) return respond_error(estimate.failure());
+  const auto& e = estimate.value();
+  const std::uint64_t allocated = e.peak.allocated;
+  const std::uint64_t reserved = e.peak_reserved;
+  const std::uint64_t runtime = c.cluster.cuda_context_bytes + cuda_libraries_bytes();
+  const std::uint64_t device_used = reserved + runtime;
+  rank_estimate rank;
+  for (std::size_t i = 0; i < memory_category_count; ++i) {
+    const std::uint64_t bytes = e.peak.by_category[i];
+    if (bytes > 0)
+      rank.components.push_back({category_name(static_cast<memory_category>(i)), bytes});
+  }
+  if (metric.value() != "allocated")
+    rank.components.push_back({"allocator_cache", reserved - allocated});
+  if (metric.value() == "device_used") {
+    rank.components.push_back({"cuda_context", c.cluster.cuda_context_bytes});
+    rank.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
+  }
+  rank.peak_bytes = metric.value() == "allocated"  ? allocated
+                    : metric.value() == "reserved" ? reserved
+                                                   : device_used;
+  const std::uint64_t usable = c.cluster.gpu.memory_bytes - c.cluster.headroom_bytes;
+  // The card's total must hold the whole device footprint, whatever metric is reported.
+  rank.fits = device_used <= usable;
+  ordered_json result;
+  result["mode"] = "detailed";
+  result["metric"] = metric.value();
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result["parallel"] = {{"method", "single"}};
+  result["peak_bytes"] = rank.peak_bytes;
+  result["fits"] = rank.fits;
+  result["peak_phase"] = e.peak.phase;
+  result["allocated_bytes"] = allocated;
+  result["reserved_bytes"] = reserved;
+  result["device_used_bytes"] = device_used;
+  result["trainable_params"] = e.trainable_params;
+  result["per_gpu"] = ordered_json::array({rank_json(rank)});
+  return respond("estimate", std::move(result), ordered_json(c.warnings));
+}
+
 std::string estimate_command(const json& request) {
   if (auto e = unknown_keys(request, "",
                             {"api_version", "command", "mode", "model", "cluster", "parallel",
-                             "workload", "options"})) {
+                             "workload", "options", "metric"})) {
     return respond_error(*e);
   }
-  auto context = read_training(request);
+  auto context = read_training(request, true);
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
+  if (read_mode(request).value() == "detailed") return detailed_estimate(request, c);
   auto parallel = read_parallel(request);
   if (!parallel.ok()) return respond_error(parallel.failure());
   auto workload = read_training_workload(request, c.model.spec, false, c.warnings);
@@ -229,7 +292,7 @@ std::string plan_command(const json& request) {
           {"api_version", "command", "mode", "model", "cluster", "workload", "options"})) {
     return respond_error(*e);
   }
-  auto context = read_training(request);
+  auto context = read_training(request, false);
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
   auto workload = read_training_workload(request, c.model.spec, true, c.warnings);

@@ -221,6 +221,98 @@ result<training_workload> read_training_workload(const json& request, const mode
   return out;
 }
 
+result<std::string> read_metric(const json& request) {
+  const std::string metric = request.value("metric", json("device_used")).is_string()
+                                 ? request.value("metric", std::string("device_used"))
+                                 : std::string();
+  if (metric != "allocated" && metric != "reserved" && metric != "device_used") {
+    return error{"request.invalid_value", "metric",
+                 "[metric] must be \"allocated\", \"reserved\" or \"device_used\", got " +
+                     request.value("metric", json()).dump()};
+  }
+  return metric;
+}
+
+result<training_config> read_detailed_workload(const json& request, const model_spec& model,
+                                               std::vector<std::string>& warnings) {
+  if (auto e = check_object(request, "workload")) return *e;
+  const json& workload = member(request, "workload");
+  if (auto e = unknown_keys(workload, "workload",
+                            {"phase", "finetune", "lora", "weights", "compute", "optimizer",
+                             "micro_batch", "seq_len", "grad_ckpt", "attention"})) {
+    return *e;
+  }
+  config_reader in(workload, "workload", "request");
+  training_config out;
+  auto choice = [&](const char* key, const std::string& fallback,
+                    std::initializer_list<const char*> accepted) -> std::optional<std::string> {
+    const std::string value = in.text(key, fallback);
+    for (const char* a : accepted) {
+      if (value == a) return value;
+    }
+    std::string list;
+    for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+    in.fail("request.invalid_value", key,
+            "[workload." + std::string(key) + "] must be one of " + list + "; got '" + value + "'");
+    return std::nullopt;
+  };
+  const auto phase = choice("phase", "train", {"train", "forward_backward"});
+  const auto finetune = choice("finetune", "full", {"full", "lora"});
+  const auto compute =
+      choice("compute", "amp_bf16", {"fp32", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
+  const auto optimizer =
+      choice("optimizer", phase && *phase == "forward_backward" ? "none" : "adamw",
+             {"adamw", "adam", "sgd", "sgd_momentum", "none"});
+  const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
+  out.micro_batch = in.required({"micro_batch"}, 1ULL << 20);
+  out.seq_len = in.optional({"seq_len"}, 512, max_positions);
+  out.grad_ckpt = in.flag("grad_ckpt", false);
+  if (auto problem = in.problem("required for an estimate")) return *problem;
+  out.optimizer_step = *phase == "train" && *optimizer != "none";
+  out.finetune = *finetune == "lora" ? finetune_kind::lora : finetune_kind::full;
+  static const std::pair<const char*, compute_precision> computes[] = {
+      {"fp32", compute_precision::fp32},
+      {"amp_fp16", compute_precision::amp_fp16},
+      {"amp_bf16", compute_precision::amp_bf16},
+      {"pure_fp16", compute_precision::pure_fp16},
+      {"pure_bf16", compute_precision::pure_bf16}};
+  for (const auto& [name, value] : computes) {
+    if (*compute == name) out.compute = value;
+  }
+  out.optimizer = *optimizer == "sgd"            ? optimizer_kind::sgd
+                  : *optimizer == "sgd_momentum" ? optimizer_kind::sgd_momentum
+                  : *optimizer == "none"         ? optimizer_kind::none
+                                                 : optimizer_kind::adamw;
+  out.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
+  if (out.finetune == finetune_kind::lora) {
+    const json& lora = member(workload, "lora");
+    if (auto e = unknown_keys(lora, "workload.lora", {"r", "alpha", "targets"})) return *e;
+    config_reader lora_in(lora, "workload.lora", "request");
+    out.lora_rank = lora_in.optional({"r"}, 8, 65536);
+    out.lora_targets = lora_in.text_list("targets");
+    if (out.lora_targets.empty()) out.lora_targets = {"q_proj", "v_proj"};  // PEFT's Llama default
+    if (auto problem = lora_in.problem("")) return *problem;
+    const std::string weights = in.text("weights", "bf16");
+    if (weights != "fp32" && weights != "bf16" && weights != "fp16") {
+      return error{
+          "request.invalid_value", "workload.weights",
+          "[workload.weights] must be fp32, bf16 or fp16 (quantised bases are not modelled yet)"};
+    }
+    out.base_weight_bytes = weights == "fp32" ? 4 : 2;
+  }
+  bool learned_positions = false;
+  for (const auto& t : model.tensors)
+    learned_positions |= t.role == tensor_role::position_embedding;
+  if (model.max_positions > 0 && out.seq_len > model.max_positions) {
+    const std::string text = "[workload.seq_len] " + std::to_string(out.seq_len) +
+                             " exceeds the model's " + std::to_string(model.max_positions) +
+                             " positions";
+    if (learned_positions) return error{"request.invalid_value", "workload.seq_len", text};
+    warnings.push_back(text + "; the estimate assumes the model runs at that length");
+  }
+  return out;
+}
+
 result<plan_settings> read_options(const json& request) {
   if (auto e = check_object(request, "options")) return *e;
   const json& options = member(request, "options");

@@ -14,6 +14,7 @@
 #include "gpumem/model_spec.hpp"
 #include "gpumem/result.hpp"
 #include "gpumem/step_time.hpp"
+#include "gpumem/training_step.hpp"
 
 namespace gpumem {
 
@@ -41,6 +42,16 @@ struct training_workload {
 result<training_workload> read_training_workload(const nlohmann::json& request,
                                                  const model_spec& model, bool for_plan,
                                                  std::vector<std::string>& warnings);
+
+// `workload` of a detailed training estimate: {"phase": "train" | "forward_backward",
+// "finetune": "full" | "lora", "lora": {"r", "targets"}, "weights": "fp32" | "bf16" | "fp16",
+// "compute", "optimizer": "adamw" | "adam" | "sgd" | "sgd_momentum" | "none", "micro_batch",
+// "seq_len", "grad_ckpt", "attention": "eager" | "sdpa" | "flash"}.
+result<training_config> read_detailed_workload(const nlohmann::json& request, const model_spec& model,
+                                               std::vector<std::string>& warnings);
+
+// `metric`: "allocated" | "reserved" | "device_used" (default "device_used").
+result<std::string> read_metric(const nlohmann::json& request);
 
 // `options`: {"mfu", "max_micro_batch"}.
 struct plan_settings {

@@ -244,6 +244,8 @@ bool supported(const model_spec& spec) {
 
 }  // namespace
 
+std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
+
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
   if (architecture == "hopper" || architecture == "blackwell") return 32ULL << 20;
   return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;

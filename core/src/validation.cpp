@@ -288,14 +288,6 @@ std::string training_config_for(const json& p, training_config& config) {
   return "";
 }
 
-// Memory a process holds on the device beyond what PyTorch reserves: the CUDA context and the
-// kernels cuBLAS/cuBLASLt load on their first matrix product (102,760,448 bytes of device memory
-// for the first products on an H100, 35,651,584 of it reserved workspace: validation/
-// measured_h100.json point h100-cuda-context).
-std::uint64_t device_overhead(const std::string& architecture) {
-  return default_cuda_context_bytes(architecture) + (102760448ULL - 35651584ULL);
-}
-
 }  // namespace
 
 memory_report validate_memory(const json& points) {
@@ -347,8 +339,9 @@ memory_report validate_memory(const json& points) {
     double bytes = static_cast<double>(estimate.value().peak.allocated);
     if (out.metric == "reserved") bytes = static_cast<double>(estimate.value().peak_reserved);
     if (out.metric == "nvml_used") {
-      bytes =
-          static_cast<double>(estimate.value().peak_reserved + device_overhead(gpu.architecture));
+      bytes = static_cast<double>(estimate.value().peak_reserved +
+                                  default_cuda_context_bytes(gpu.architecture) +
+                                  cuda_libraries_bytes());
     }
     out.note =
         std::string("peak in ") + estimate.value().peak.phase +

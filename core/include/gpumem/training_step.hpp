@@ -51,4 +51,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 // 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
 std::uint64_t cublas_workspace_bytes(const std::string& architecture);
 
+// Device memory a process holds beyond PyTorch's reserved pool: the CUDA context and the
+// kernels cuBLAS/cuBLASLt load on their first matrix products (67,108,864 bytes on an H100:
+// 102,760,448 of device memory for the first products less their 35,651,584 reserved bytes,
+// validation/measured_h100.json point h100-cuda-context).
+std::uint64_t cuda_libraries_bytes();
+
 }  // namespace gpumem

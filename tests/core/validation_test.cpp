@@ -1,0 +1,51 @@
+// The estimators' accuracy on measured points may only get better: the summaries of
+// `gpumem validate` against the recorded figures (tests/golden/validation_summary.json).
+
+#include "gpumem/validation.hpp"
+
+#include <doctest/doctest.h>
+
+#include <fstream>
+
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+using nlohmann::json;
+
+TEST_CASE("validation summaries are no worse than recorded") {
+  const json recorded = test::read_json("tests/golden/validation_summary.json");
+  REQUIRE(recorded.is_object());
+  int checked = 0;
+  for (const auto& item : recorded.items()) {
+    if (item.key() == "about") continue;
+    if (!std::ifstream(test::source_path(item.key()))) {
+      MESSAGE("skipped, not present beside this checkout: " << item.key());
+      continue;
+    }
+    const json points = test::read_json(item.key());
+    REQUIRE(points.is_array());
+    const memory_report report = validate_memory(points);
+    const json& figures = item.value();
+    CAPTURE(item.key());
+    CHECK(report.summary.n >= figures.at("n").get<std::size_t>());
+    CHECK(report.summary.median_abs_rel_error <= figures.at("median_abs_rel_error").get<double>());
+    CHECK(report.summary.p90_abs_rel_error <= figures.at("p90_abs_rel_error").get<double>());
+    CHECK(report.summary.within_10pct >= figures.at("within_10pct").get<double>());
+    CHECK(report.bounds_correct >= figures.at("bounds_correct").get<std::size_t>());
+    ++checked;
+  }
+  CHECK(checked >= 1);
+}
+
+TEST_CASE("summary statistics follow the validation README (nearest-rank p90)") {
+  const error_summary s = summarize({0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.5});
+  CHECK(s.n == 10);
+  CHECK(s.median_abs_rel_error == doctest::Approx(0.055));
+  CHECK(s.p90_abs_rel_error == doctest::Approx(0.09));  // the 9th smallest of 10
+  CHECK(s.within_10pct == doctest::Approx(0.9));
+}
+
+}  // namespace
+}  // namespace gpumem
