@@ -47,7 +47,8 @@ result<training_workload> read_training_workload(const nlohmann::json& request,
 // "finetune": "full" | "lora", "lora": {"r", "targets"}, "weights": "fp32" | "bf16" | "fp16",
 // "compute", "optimizer": "adamw" | "adam" | "sgd" | "sgd_momentum" | "none", "micro_batch",
 // "seq_len", "grad_ckpt", "attention": "eager" | "sdpa" | "flash"}.
-result<training_config> read_detailed_workload(const nlohmann::json& request, const model_spec& model,
+result<training_config> read_detailed_workload(const nlohmann::json& request,
+                                               const model_spec& model,
                                                std::vector<std::string>& warnings);
 
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").

@@ -8,6 +8,9 @@ checkpointing, eager vs SDPA attention, LoRA rank/targets, KV cache growth, logi
 any formula. Every run is sized to stay well under 70 GiB.
 
 Usage: python3 tools/measure/make_plan.py [OUT]   (default tools/measure/plan_h100.json)
+       python3 tools/measure/make_plan.py --batch2 [OUT]
+                                       (default tools/measure/plan_h100_batch2.json: mechanisms
+                                        the first batch did not cover)
 """
 import json
 import os
@@ -30,6 +33,9 @@ MODELS = {
     "meta-llama/Llama-3.2-3B": ("meta-llama/Llama-3.2-3B", "llama"),
     "meta-llama/Llama-3.1-8B": ("meta-llama/Llama-3.1-8B", "llama"),
     "mistralai/Mistral-7B-v0.1": ("mistralai/Mistral-7B-v0.1", "mistral"),
+    "google/gemma-2b": ("google/gemma-2b", "gemma"),
+    "microsoft/Phi-3-mini-4k-instruct": ("microsoft/Phi-3-mini-4k-instruct", "phi3"),
+    "tiiuae/falcon-7b": ("tiiuae/falcon-7b", "falcon"),
 }
 SHORT = {
     "gpt2": "gpt2", "facebook/opt-125m": "opt125m", "facebook/opt-1.3b": "opt1.3b",
@@ -37,6 +43,8 @@ SHORT = {
     "Qwen/Qwen2.5-0.5B": "qwen2.5-0.5b", "microsoft/phi-2": "phi2",
     "meta-llama/Llama-3.2-1B": "llama3.2-1b", "meta-llama/Llama-3.2-3B": "llama3.2-3b",
     "meta-llama/Llama-3.1-8B": "llama3.1-8b", "mistralai/Mistral-7B-v0.1": "mistral7b",
+    "google/gemma-2b": "gemma2b", "microsoft/Phi-3-mini-4k-instruct": "phi3-mini",
+    "tiiuae/falcon-7b": "falcon7b",
 }
 
 
@@ -91,27 +99,45 @@ def normalise(c):
                    tie_word_embeddings=c.get("tie_word_embeddings", False),
                    max_position_embeddings=c["max_position_embeddings"], mlp_gated=False,
                    partial_rotary_factor=c["partial_rotary_factor"])
-    elif mt in ("llama", "mistral", "qwen2"):
+    elif mt in ("llama", "mistral", "qwen2", "gemma", "phi3"):
         h, nh = c["hidden_size"], c["num_attention_heads"]
         out = dict(hidden_size=h, num_hidden_layers=c["num_hidden_layers"],
                    num_attention_heads=nh,
                    num_key_value_heads=c.get("num_key_value_heads") or nh,
                    head_dim=c.get("head_dim") or h // nh,
                    intermediate_size=c["intermediate_size"], vocab_size=c["vocab_size"],
-                   tie_word_embeddings=c.get("tie_word_embeddings", False),
+                   # GemmaConfig ties by default (its config.json has no key)
+                   tie_word_embeddings=c.get("tie_word_embeddings", mt == "gemma"),
                    max_position_embeddings=c["max_position_embeddings"], mlp_gated=True)
         if mt == "mistral" and c.get("sliding_window") is not None:
             out["sliding_window"] = c["sliding_window"]
+    elif mt == "falcon":
+        h, nh = c["hidden_size"], c["num_attention_heads"]
+        new_arch = c.get("new_decoder_architecture", False)
+        mq = c.get("multi_query", True)
+        nkv = (c.get("num_kv_heads") or nh) if (new_arch or not mq) else 1
+        out = dict(hidden_size=h, num_hidden_layers=c["num_hidden_layers"],
+                   num_attention_heads=nh, num_key_value_heads=nkv, head_dim=h // nh,
+                   intermediate_size=c.get("ffn_hidden_size") or 4 * h,
+                   vocab_size=c["vocab_size"],
+                   tie_word_embeddings=c.get("tie_word_embeddings", True),
+                   max_position_embeddings=None, mlp_gated=False,
+                   parallel_attn=c.get("parallel_attn", True), multi_query=mq)
+        if new_arch:
+            out["new_decoder_architecture"] = True
     else:
         raise ValueError(mt)
     return dict(model_type=mt, **out)
 
 
 def point(pid, model, phase, *, finetune=None, lora=None, weights="bf16", compute="pure_bf16",
-          optimizer="none", mb=None, seq=None, new=None, ckpt=None, attn="sdpa", notes=""):
+          optimizer="none", mb=None, seq=None, new=None, ckpt=None, attn="sdpa", notes="",
+          kv=None, options=(), extra=()):
     name, family = MODELS[model] if model else (None, "none")
     cfg = normalise(load_preset(model)) if model else None
-    if optimizer in ("adamw", "adam", "sgd"):
+    if optimizer == "adafactor":
+        state = "fp32"  # transformers' Adafactor upcasts 16-bit gradients: fp32 states
+    elif optimizer in ("adamw", "adam", "sgd"):
         if finetune == "lora":
             state = "fp32" if compute.startswith("amp_") else weights
         else:
@@ -125,6 +151,9 @@ def point(pid, model, phase, *, finetune=None, lora=None, weights="bf16", comput
                            % model.replace("/", "--"))
     if notes:
         assumptions.append("plan note: " + notes)
+    assumptions.extend(extra)
+    # details the validation format has no field for, read by measure.py's plan_for
+    assumptions.extend("measure option: " + o for o in options)
     return {
         "id": pid, "source": None, "trust": "high",
         "model": {"name": name, "family": family, "config": cfg, "params": 0 if not model
@@ -132,7 +161,7 @@ def point(pid, model, phase, *, finetune=None, lora=None, weights="bf16", comput
         "workload": {"phase": phase, "finetune": finetune, "lora": lora, "weights": weights,
                      "compute": compute, "optimizer": optimizer, "optimizer_state": state,
                      "micro_batch": mb, "seq_len": seq, "new_tokens": new,
-                     "kv_cache_tokens": None, "grad_ckpt": ckpt, "attention": attn,
+                     "kv_cache_tokens": kv, "grad_ckpt": ckpt, "attention": attn,
                      "framework": "transformers"},
         "parallel": {"method": "single", "gpus": 1, "cpu_offload": False, "offload": None,
                      "dp": None, "tp": None, "pp": None, "cp": None, "sequence_parallel": None},
@@ -245,10 +274,139 @@ def plan():
     return pts
 
 
+# ---- batch 2: mechanisms the first batch did not cover ----------------------------------------
+
+IMPL_TAG = {"for_loop": "forloop", "fused": "fused", "foreach": "foreach"}
+IMPL_TEXT = {"for_loop": "(torch.optim.AdamW(..., foreach=False): single-tensor implementation)",
+             "fused": "(torch.optim.AdamW(..., fused=True): fused CUDA kernel)",
+             "foreach": "(torch.optim.AdamW(..., foreach=True))"}
+
+
+def full2(model, compute, opt, mb, seq, ckpt=False, attn="sdpa", phase="train", impl=None,
+          dropout=None, notes="", extra=()):
+    weights = {"fp32": "fp32", "amp_bf16": "fp32", "amp_fp16": "fp32",
+               "pure_bf16": "bf16"}[compute]
+    tag = "ft" if phase == "train" else "fb"
+    oname = opt + ("_" + IMPL_TAG[impl] if impl else "")
+    pid = "h100-%s-%s-%s-%s-b%d-s%d%s-%s%s" % (
+        SHORT[model], tag, compute, oname, mb, seq, "-ckpt" if ckpt else "", attn,
+        "" if dropout is None else "-pdrop%s" % dropout)
+    options = []
+    if impl:
+        options.append("optimizer_impl=%s %s" % (impl, IMPL_TEXT[impl]))
+    if dropout is not None:
+        options.append("dropout=%s (every dropout probability of the model config)" % dropout)
+    return point(pid, model, phase, finetune="full", weights=weights, compute=compute,
+                 optimizer=opt, mb=mb, seq=seq, ckpt=ckpt, attn=attn, notes=notes,
+                 options=options, extra=extra)
+
+
+def lora2(model, r, targets, mb, seq, ckpt=False, attn="sdpa", compute="amp_bf16", notes="",
+          extra=(), weights="bf16"):
+    tname = {("all-linear",): "all", ("q_proj", "v_proj"): "qv",
+             ("q_proj", "k_proj", "v_proj"): "qkv"}[tuple(targets)]
+    pid = "h100-%s-lora-r%d-%s-%s-b%d-s%d%s-%s" % (SHORT[model], r, tname, compute, mb, seq,
+                                                 "-ckpt" if ckpt else "", attn)
+    if weights != "bf16":
+        pid = pid.replace("-lora-", "-%s-lora-" % weights)
+    return point(pid, model, "train", finetune="lora",
+                 lora={"r": r, "alpha": 2 * r, "targets": targets}, weights=weights,
+                 compute=compute, optimizer="adamw", mb=mb, seq=seq, ckpt=ckpt, attn=attn,
+                 notes=notes, extra=extra)
+
+
+def infer2(model, mb, seq, new, attn="sdpa", dtype="bf16", static=False, notes=""):
+    what = "prefill" if new == 1 else "gen%d" % new
+    if static:
+        what += "-static"
+    if dtype != "bf16":
+        what += "-" + dtype
+    pid = "h100-%s-infer-%s-b%d-s%d-%s" % (SHORT[model], what, mb, seq, attn)
+    return point(pid, model, "inference", weights=dtype, compute="pure_" + dtype, mb=mb,
+                 seq=seq, new=new, attn=attn, kv=seq + new - 1 if static else None,
+                 notes=notes)
+
+
+def plan_batch2():
+    L1, L8 = "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.1-8B"
+    G2, P3, F7 = "google/gemma-2b", "microsoft/Phi-3-mini-4k-instruct", "tiiuae/falcon-7b"
+    al = ["all-linear"]
+    same = "compare with the batch-1 point of the same shape"
+    pts = [
+        # amp_fp16 with loss scaling (vs batch 1's amp_bf16 23.09 GiB)
+        full2(L1, "amp_fp16", "adamw", 4, 512,
+              notes="autocast fp16 with torch.amp.GradScaler; " + same + " in amp_bf16"),
+        # optimizer implementations and Adafactor
+        full2(L1, "amp_bf16", "adamw", 4, 512, impl="for_loop",
+              notes="AdamW without the foreach temporaries; " + same + " (foreach default)"),
+        full2(L1, "amp_bf16", "adamw", 4, 512, impl="fused", notes="fused AdamW; " + same),
+        full2(L1, "amp_bf16", "adafactor", 4, 512,
+              notes="transformers.optimization.Adafactor(lr=1e-4, scale_parameter=False, "
+                    "relative_step=False, warmup_init=False)"),
+        full2(L1, "pure_bf16", "adafactor", 4, 512,
+              notes="Adafactor on bf16 parameters: fp32 states and per-parameter fp32 copies"),
+        full2(L1, "pure_bf16", "adamw", 4, 512, impl="fused",
+              notes="fused AdamW on bf16 parameters and states"),
+        # longer sequence, checkpointing on/off
+        full2(L1, "amp_bf16", "adamw", 1, 4096),
+        full2(L1, "amp_bf16", "adamw", 1, 4096, ckpt=True),
+        # big-vocabulary tied model
+        full2(G2, "pure_bf16", "adamw", 2, 512,
+              notes="256k vocabulary, tied head, head_dim 256, multi-query attention"),
+        lora2(G2, 16, al, 4, 1024, notes="256k vocabulary: fp32 logits of 4x1024x256000"),
+        # fused projections
+        lora2(P3, 16, al, 2, 1024,
+              extra=["all-linear on Phi-3 = its fused qkv_proj (3072 -> 9216) and gate_up_proj "
+                     "(3072 -> 16384) plus o_proj and down_proj: one adapter per fused matrix"]),
+        # parallel attention + MLP block, multi-query, fused QKV
+        lora2(F7, 16, ["q_proj", "k_proj", "v_proj"], 2, 512,
+              extra=["lora.targets q_proj, k_proj, v_proj = Falcon's fused query_key_value "
+                     "matrix (4544 -> (71 + 2) x 64 = 4672): one adapter covers the fused "
+                     "matrix (PEFT target_modules ['query_key_value'])"]),
+        # fp16 vs bf16 weights, prefill
+        infer2(L1, 4, 2048, 1, dtype="fp16", notes="fp16 weights; compare with the bf16 point"),
+        infer2(L1, 4, 2048, 1),
+        infer2(G2, 4, 2048, 1, notes="256k vocabulary: bf16 logits of 4x2048x256000"),
+        # dropout: GPT-2 defaults are 0.1 everywhere (batch 1); here 0.0 and amp + eager
+        full2("gpt2", "fp32", "adamw", 8, 1024, attn="eager", dropout=0.0),
+        full2("gpt2", "fp32", "adamw", 8, 1024, dropout=0.0),
+        full2("gpt2", "amp_bf16", "adamw", 8, 1024, dropout=0.0),
+        full2("gpt2", "amp_bf16", "adamw", 8, 1024, attn="eager", dropout=0.1),
+        full2("gpt2", "amp_bf16", "adamw", 8, 1024, attn="eager", dropout=0.0),
+        # attention dropout on Llama (no optimizer: the activations set the peak)
+        full2(L1, "amp_bf16", "none", 4, 512, attn="eager", phase="forward_backward"),
+        full2(L1, "amp_bf16", "none", 4, 512, attn="eager", phase="forward_backward",
+              dropout=0.1),
+        full2(L1, "amp_bf16", "none", 4, 512, phase="forward_backward", dropout=0.1),
+        # static (preallocated) KV cache
+        infer2(L1, 1, 1024, 128, static=True),
+        infer2(L1, 4, 1024, 128, static=True),
+        infer2(L8, 1, 1024, 128, static=True),
+        infer2(L8, 4, 1024, 128, static=True),
+        infer2(L1, 4, 1024, 128, notes="DynamicCache counterpart of the static-cache point"),
+        infer2(F7, 1, 2048, 1, notes="multi-query: one K/V head per layer in the cache"),
+        # second device run (measured after the first 29)
+        full2(L1, "amp_bf16", "adamw", 1, 8192),
+        full2(L1, "amp_bf16", "adamw", 1, 8192, ckpt=True),
+        infer2(P3, 4, 2048, 1, notes="fused qkv_proj, full multi-head K/V (32 heads of 96)"),
+        infer2(G2, 4, 1024, 128, static=True, notes="multi-query (1 K/V head of 256)"),
+        infer2(L8, 4, 1024, 128, notes="DynamicCache counterpart of the static-cache point"),
+        lora2(L8, 16, ["q_proj", "v_proj"], 4, 1024, compute="amp_fp16", weights="fp16",
+              notes="fp16 base, autocast fp16 with torch.amp.GradScaler, fp32 adapters "
+                    "(the fp16-GPU recipe); compare with the batch-1 amp_bf16 point"),
+    ]
+    ids = [p["id"] for p in pts]
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    return pts
+
+
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "tools", "measure",
-                                                            "plan_h100.json")
-    pts = plan()
+    args = sys.argv[1:]
+    batch2 = "--batch2" in args
+    args = [a for a in args if a != "--batch2"]
+    out = args[0] if args else os.path.join(
+        ROOT, "tools", "measure", "plan_h100_batch2.json" if batch2 else "plan_h100.json")
+    pts = plan_batch2() if batch2 else plan()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)
         f.write("\n")

@@ -78,11 +78,36 @@ CAUSAL_LM_CLASS = {
     "gemma": "GemmaForCausalLM", "gemma2": "Gemma2ForCausalLM", "phi3": "Phi3ForCausalLM",
     "phi": "PhiForCausalLM", "gpt2": "GPT2LMHeadModel", "opt": "OPTForCausalLM",
     "gpt_neox": "GPTNeoXForCausalLM", "bloom": "BloomForCausalLM",
+    "falcon": "FalconForCausalLM",
 }
 # Llama-like: the normalised keys are the HF keys.
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "gemma", "gemma2", "phi3"}
 DTYPES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 LORA_TARGET_NAMES = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+# Models with fused projections: validation-format target names (by role) -> the module PEFT
+# targets. A fused module can only be targeted as a whole, so a target list must cover whole
+# groups (shared/validation/README.md: the fused QKV matrix is listed as q_proj, k_proj, v_proj).
+FUSED_LORA_TARGETS = {
+    "falcon": [(("q_proj", "k_proj", "v_proj"), "query_key_value"), (("o_proj",), "dense"),
+               (("up_proj",), "dense_h_to_4h"), (("down_proj",), "dense_4h_to_h")],
+    "phi3": [(("q_proj", "k_proj", "v_proj"), "qkv_proj"), (("o_proj",), "o_proj"),
+             (("gate_proj", "up_proj"), "gate_up_proj"), (("down_proj",), "down_proj")],
+}
+# Config keys holding the dropout probabilities of each model type (set by the `dropout` option).
+DROPOUT_KEYS = {
+    "gpt2": ("attn_pdrop", "resid_pdrop", "embd_pdrop"),
+    "llama": ("attention_dropout",), "mistral": ("attention_dropout",),
+    "qwen2": ("attention_dropout",), "gemma": ("attention_dropout",),
+    "phi3": ("attention_dropout", "resid_pdrop", "embd_pdrop"),
+    "opt": ("dropout", "attention_dropout"),
+    "falcon": ("attention_dropout", "hidden_dropout"),
+}
+# Workload details the validation format has no field for travel as assumptions of the form
+# "measure option: KEY=VALUE ..." (the value ends at the first blank); plan_for reads them.
+OPTION_PREFIX = "measure option: "
+ADAMW_IMPLS = ("foreach", "for_loop", "fused")
+ADAFACTOR_KWARGS = {"lr": 1e-4, "scale_parameter": False, "relative_step": False,
+                    "warmup_init": False}
 
 
 class PlanError(ValueError):
@@ -132,6 +157,31 @@ def hf_config_kwargs(cfg):
         if mt in ("mistral", "gemma2") and cfg.get("sliding_window") is not None:
             kw["sliding_window"] = cfg["sliding_window"]
         checks.update(num_key_value_heads=nkv, head_dim=hd, intermediate_size=inter)
+        if mt == "phi3":
+            # Phi3Config has no head_dim field: the model uses hidden_size / heads
+            need(hd * nh == h, "head_dim must be hidden_size / num_attention_heads")
+            del kw["head_dim"], checks["head_dim"]
+    elif mt == "falcon":
+        need(not gated, "mlp_gated must be false")
+        need(hd * nh == h, "head_dim must be hidden_size / num_attention_heads")
+        new_arch = bool(cfg.get("new_decoder_architecture", False))
+        mq = bool(cfg.get("multi_query", False))
+        if new_arch:
+            need(nkv <= nh, "num_key_value_heads must not exceed heads")
+        elif mq:
+            need(nkv == 1, "multi_query means one K/V head")
+        else:
+            need(nkv == nh, "without multi_query or the new architecture K/V heads = heads")
+        kw.update(hidden_size=h, num_hidden_layers=L, num_attention_heads=nh,
+                  vocab_size=V, tie_word_embeddings=tie, ffn_hidden_size=inter,
+                  new_decoder_architecture=new_arch, multi_query=mq,
+                  parallel_attn=bool(cfg.get("parallel_attn", True)), alibi=False, bias=False)
+        if new_arch:
+            kw["num_kv_heads"] = nkv
+        if maxpos is not None:
+            kw["max_position_embeddings"] = maxpos
+        checks.update(ffn_hidden_size=inter, head_dim=hd, multi_query=mq,
+                      new_decoder_architecture=new_arch, parallel_attn=kw["parallel_attn"])
     elif mt == "phi":
         need(not gated, "mlp_gated must be false")
         need(hd * nh == h, "head_dim must be hidden_size / num_attention_heads")
@@ -183,12 +233,32 @@ def _int(v, what):
     return v
 
 
+def point_options(point):
+    """The "measure option: KEY=VALUE" assumptions of a point, as a dict (pure)."""
+    opts = {}
+    for a in point.get("assumptions") or []:
+        if isinstance(a, str) and a.startswith(OPTION_PREFIX):
+            body = a[len(OPTION_PREFIX):].strip()
+            key, sep, val = body.partition("=")
+            if not sep or not key.strip() or not val.strip():
+                raise PlanError("malformed option %r" % a)
+            key, val = key.strip(), val.split()[0]
+            if key in opts:
+                raise PlanError("option %s given twice" % key)
+            opts[key] = val
+    unknown = set(opts) - {"optimizer_impl", "dropout"}
+    if unknown:
+        raise PlanError("unknown measure option(s) %s" % ", ".join(sorted(unknown)))
+    return opts
+
+
 def plan_for(point):
     """Pure mapping: validation point -> the exact Python-level plan measure.py executes.
 
     Raises PlanError for points this tool cannot measure (reported and skipped)."""
     if not isinstance(point, dict):
         raise PlanError("point must be an object")
+    opts = point_options(point)
     pid = point.get("id")
     model = point.get("model") or {}
     wl = point.get("workload") or {}
@@ -207,14 +277,15 @@ def plan_for(point):
     compute = wl.get("compute")
     if compute not in ("fp32", "amp_bf16", "amp_fp16", "pure_bf16", "pure_fp16"):
         raise PlanError("compute %r not supported" % compute)
-    if wl.get("kv_cache_tokens") is not None:
-        raise PlanError("preallocated KV caches (kv_cache_tokens) are not supported")
+    kv_tokens = wl.get("kv_cache_tokens")
+    if kv_tokens is not None and phase != "inference":
+        raise PlanError("preallocated KV caches (kv_cache_tokens) only apply to inference")
 
     plan = {"id": pid, "phase": phase, "action": None, "model": None,
             "param_dtype": "torch." + DTYPES[weights], "autocast_dtype": None,
             "attn_implementation": None, "grad_ckpt": False, "finetune": None, "lora": None,
             "optimizer": None, "steps": 0, "batch_shape": None, "forward_kwargs": None,
-            "generate_kwargs": None}
+            "generate_kwargs": None, "grad_scaler": None, "dropout": None}
 
     cfg = model.get("config")
     if phase == "load" and cfg is None:
@@ -224,6 +295,21 @@ def plan_for(point):
         plan["param_dtype"] = None
         return plan
     mt, kw, checks = hf_config_kwargs(cfg)
+    if "dropout" in opts:
+        if phase not in ("train", "forward_backward"):
+            raise PlanError("the dropout option only applies to training")
+        try:
+            pdrop = float(opts["dropout"])
+        except ValueError:
+            raise PlanError("dropout option %r is not a number" % opts["dropout"]) from None
+        if not 0.0 <= pdrop < 1.0 or mt not in DROPOUT_KEYS:
+            raise PlanError("dropout %r not supported for %s" % (opts["dropout"], mt))
+        for k in DROPOUT_KEYS[mt]:
+            kw[k] = pdrop
+            checks[k] = pdrop
+        plan_dropout = {k: pdrop for k in DROPOUT_KEYS[mt]}
+    else:
+        plan_dropout = None
     # Tied-embedding models are built on the CPU and moved with model.to("cuda"): built
     # directly on the GPU, transformers first allocates an untied lm_head that post_init frees
     # again when it ties it (a vocab x hidden transient a checkpoint load does not have).
@@ -243,7 +329,10 @@ def plan_for(point):
         "expected_class": CAUSAL_LM_CLASS[mt],
     }
 
+    plan["dropout"] = plan_dropout
     if phase == "load":
+        if kv_tokens is not None or opts:
+            raise PlanError("load points take no KV cache and no options")
         plan["action"] = "load"
         return plan
 
@@ -261,7 +350,14 @@ def plan_for(point):
             raise PlanError("inference needs 16-bit weights with the matching pure_* compute")
         if wl.get("finetune") is not None or wl.get("optimizer") not in ("none", None):
             raise PlanError("inference points have finetune null and optimizer none")
+        if opts:
+            raise PlanError("inference points take no measure options")
         n = _int(wl.get("new_tokens"), "new_tokens")
+        # generate(cache_implementation='static') sizes the StaticCache to max_length - 1 =
+        # prompt + new tokens - 1 (the last generated token is never written to the cache)
+        if kv_tokens is not None and (n == 1 or kv_tokens != s + n - 1):
+            raise PlanError("kv_cache_tokens is measured only for generate with a static cache "
+                            "of prompt + new tokens - 1 (%d)" % (s + n - 1))
         if n == 1:
             plan["action"] = "prefill"
             plan["forward_kwargs"] = {"input_ids": "randint(vocab, %s)" % [B, s],
@@ -272,6 +368,13 @@ def plan_for(point):
                                        "attention_mask": "ones(%s)" % [B, s],
                                        "do_sample": False, "max_new_tokens": n,
                                        "min_new_tokens": n, "grad": "torch.no_grad()"}
+            if kv_tokens is not None:
+                # StaticCache of max_cache_len = prompt + new tokens - 1 (generate sizes it
+                # from max_length); no automatic torch.compile of the decode step
+                plan["generate_kwargs"].update(cache_implementation="static",
+                                               disable_compile=True,
+                                               return_dict_in_generate=True,
+                                               expected_max_cache_len=kv_tokens)
         return plan
 
     # train / forward_backward
@@ -292,6 +395,10 @@ def plan_for(point):
         if finetune == "full" and weights != "fp32":
             raise PlanError("amp full fine-tuning keeps fp32 weights (master copies)")
         plan["autocast_dtype"] = "torch." + DTYPES[compute[4:]]
+        if compute == "amp_fp16":
+            plan["grad_scaler"] = {"call": "torch.amp.GradScaler('cuda')",
+                                   "loop": "scaler.scale(loss).backward(); scaler.step(optimizer)"
+                                           "; scaler.update()"}
     else:  # pure_*
         want = "bf16" if compute == "pure_bf16" else "fp16"
         if weights != want:
@@ -303,8 +410,22 @@ def plan_for(point):
         targets = lo.get("targets")
         if targets == ["all-linear"]:
             tm = "all-linear"
-        elif isinstance(targets, list) and targets and set(targets) <= LORA_TARGET_NAMES:
-            tm = list(targets)
+        elif (isinstance(targets, list) and targets and set(targets) <= LORA_TARGET_NAMES
+              and len(set(targets)) == len(targets)):
+            if mt in FUSED_LORA_TARGETS:
+                tm, left = [], set(targets)
+                for group, module in FUSED_LORA_TARGETS[mt]:
+                    hit = left & set(group)
+                    if hit and hit != set(group):
+                        raise PlanError("%s fuses %s into %s: target all of them or none"
+                                        % (mt, "/".join(group), module))
+                    if hit:
+                        tm.append(module)
+                        left -= hit
+                if left:
+                    raise PlanError("%s has no module for %s" % (mt, sorted(left)))
+            else:
+                tm = list(targets)
         else:
             raise PlanError("lora.targets %r not supported" % (targets,))
         alpha = lo.get("alpha")
@@ -320,6 +441,11 @@ def plan_for(point):
                         else plan["param_dtype"], "base_frozen": True}
 
     opt = wl.get("optimizer")
+    impl = opts.get("optimizer_impl")
+    if impl is not None and (phase != "train" or opt not in ("adamw", "adam")
+                             or impl not in ADAMW_IMPLS):
+        raise PlanError("optimizer_impl %r applies to adamw/adam training (%s)"
+                        % (impl, ", ".join(ADAMW_IMPLS)))
     if phase == "forward_backward":
         if opt not in ("none", None):
             raise PlanError("forward_backward has no optimizer")
@@ -330,15 +456,32 @@ def plan_for(point):
             plan["optimizer"] = {"class": "torch.optim.AdamW" if opt == "adamw"
                                  else "torch.optim.Adam",
                                  "kwargs": {"lr": LR}, "foreach": "default (True on CUDA)"}
+            if impl == "for_loop":
+                plan["optimizer"]["kwargs"]["foreach"] = False
+                plan["optimizer"]["foreach"] = "False (single-tensor for-loop implementation)"
+            elif impl == "fused":
+                plan["optimizer"]["kwargs"]["fused"] = True
+                plan["optimizer"]["foreach"] = "not used (fused=True: fused CUDA kernel)"
+            elif impl == "foreach":
+                plan["optimizer"]["kwargs"]["foreach"] = True
+                plan["optimizer"]["foreach"] = "True (explicit)"
         elif opt == "sgd":
             plan["optimizer"] = {"class": "torch.optim.SGD",
                                  "kwargs": {"lr": LR, "momentum": SGD_MOMENTUM},
                                  "foreach": "default (True on CUDA)"}
+        elif opt == "adafactor":
+            plan["optimizer"] = {"class": "transformers.optimization.Adafactor",
+                                 "kwargs": dict(ADAFACTOR_KWARGS),
+                                 "foreach": "not applicable (per-parameter loop)"}
         else:
-            raise PlanError("optimizer %r not supported for train (adamw, adam, sgd)" % opt)
+            raise PlanError("optimizer %r not supported for train (adamw, adam, sgd, adafactor)"
+                            % opt)
         plan["action"] = "train"
-        # the states follow the trainable parameters' dtype
-        if finetune == "full":
+        # the states follow the trainable parameters' dtype (Adafactor: always fp32, it
+        # upcasts 16-bit gradients before it creates its states)
+        if opt == "adafactor":
+            st = "fp32"
+        elif finetune == "full":
             st = "fp32" if weights == "fp32" else weights
         else:
             st = "fp32" if plan["lora"]["autocast_adapter_dtype"] else weights
@@ -428,7 +571,13 @@ def make_points(point, plan, raw, env):
     if raw.get("class_name"):
         common.append("transformers class %s, attn_implementation %s, parameter dtype %s"
                       % (raw["class_name"], raw.get("attn_impl"), raw.get("param_dtype")))
-    if raw.get("dropouts"):
+    if raw.get("dropouts") and plan.get("dropout"):
+        common.append("dropout probabilities (%s set by this plan through the model config, "
+                      "every other key the transformers default; model.train() during "
+                      "training): %s"
+                      % ("/".join(sorted(plan["dropout"])),
+                         ", ".join("%s=%s" % kv for kv in sorted(raw["dropouts"].items()))))
+    elif raw.get("dropouts"):
         common.append("dropout probabilities (transformers defaults for the model type, "
                       "model.train() during training): %s"
                       % ", ".join("%s=%s" % kv for kv in sorted(raw["dropouts"].items())))
@@ -444,13 +593,38 @@ def make_points(point, plan, raw, env):
                          "optimizer.step(), " if plan["optimizer"] else ""))
         if plan["optimizer"]:
             o = plan["optimizer"]
-            common.append("optimizer %s(%s), foreach implementation (PyTorch default on CUDA), "
-                          "over the trainable parameters only"
-                          % (o["class"], ", ".join("%s=%s" % kv for kv in
-                                                   sorted(o["kwargs"].items()))))
+            args = ", ".join("%s=%s" % kv for kv in sorted(o["kwargs"].items()))
+            if o["class"] == "transformers.optimization.Adafactor":
+                common.append("optimizer %s(%s) (beta1=None: no first moment; factored second "
+                              "moment, a row and a column vector per matrix, a full tensor for "
+                              "vectors; 16-bit gradients and parameters are upcast to fp32 "
+                              "inside step(), so the states are fp32), over the trainable "
+                              "parameters only" % (o["class"], args))
+            elif o["kwargs"].get("fused"):
+                common.append("optimizer %s(%s), fused implementation (one fused CUDA kernel "
+                              "over all parameters), over the trainable parameters only"
+                              % (o["class"], args))
+            elif o["kwargs"].get("foreach") is False:
+                common.append("optimizer %s(%s), single-tensor for-loop implementation "
+                              "(foreach=False: no multi-tensor temporaries), over the trainable "
+                              "parameters only" % (o["class"], args))
+            else:
+                common.append("optimizer %s(%s), foreach implementation (PyTorch default on "
+                              "CUDA), over the trainable parameters only" % (o["class"], args))
+            if raw.get("optimizer_state_bytes") is not None:
+                common.append("optimizer states held after the run: %d bytes (%s)"
+                              % (raw["optimizer_state_bytes"],
+                                 raw.get("optimizer_state_dtype") or "none"))
         if plan["autocast_dtype"]:
             common.append("torch.autocast('cuda', dtype=%s) around forward and loss; backward "
                           "outside" % plan["autocast_dtype"])
+        if plan.get("grad_scaler"):
+            sc = raw.get("grad_scaler_scales")
+            common.append("loss scaling: scaler = torch.amp.GradScaler('cuda') (defaults, "
+                          "init_scale 65536); scaler.scale(loss).backward(), %sscaler.update()"
+                          "; the scale after each iteration was %s (a halved scale means "
+                          "that step was skipped for inf/NaN gradients)"
+                          % ("scaler.step(optimizer), " if plan["optimizer"] else "", sc))
         if plan["grad_ckpt"]:
             common.append("model.gradient_checkpointing_enable(gradient_checkpointing_kwargs="
                           "{'use_reentrant': False}): every decoder layer recomputed")
@@ -462,11 +636,29 @@ def make_points(point, plan, raw, env):
                           % (lo["r"], lo["lora_alpha"], lo["target_modules"],
                              lo["autocast_adapter_dtype"], raw.get("trainable_dtype"),
                              raw.get("trainable_params")))
+            if raw.get("lora_target_modules_found"):
+                common.append("modules that received LoRA adapters (last name component): %s"
+                              % ", ".join(raw["lora_target_modules_found"]))
         if raw.get("step_time_s") is not None:
             common.append("throughput derived: step_time_s = median wall time of iterations 2..%d "
                           "(synchronised, measured while NVML was being polled); "
                           "tokens_per_s_per_gpu = micro_batch*seq_len/step_time_s"
                           % plan["steps"])
+    elif plan["action"] == "generate" and plan["generate_kwargs"].get("cache_implementation"):
+        g = plan["generate_kwargs"]
+        common.append("model.eval(); model.generation_config.disable_compile = True (no "
+                      "automatic torch.compile of the decode step); under torch.no_grad(): "
+                      "model.generate(input_ids (random, %s), attention_mask=ones, "
+                      "do_sample=False, min_new_tokens=max_new_tokens=%d, cache_implementation="
+                      "'static', return_dict_in_generate=True): a %s preallocated at the "
+                      "first forward for max_cache_len = prompt + new tokens - 1 (generate "
+                      "sizes it from max_length; the last generated token is never written to "
+                      "the cache; kv_cache_tokens %d; length seen on the cache %s), %s bytes of "
+                      "K/V tensors (all layers) in shapes %s; output length checked"
+                      % (plan["batch_shape"], g["max_new_tokens"],
+                         raw.get("cache_class") or "StaticCache", g["expected_max_cache_len"],
+                         raw.get("kv_cache_max_len"), raw.get("kv_cache_bytes"),
+                         raw.get("kv_cache_shapes")))
     elif plan["action"] == "generate":
         common.append("model.eval(); under torch.no_grad(): model.generate(input_ids (random, "
                       "%s), attention_mask=ones, do_sample=False, min_new_tokens=max_new_tokens="
@@ -545,6 +737,8 @@ RAW_NOTE_KEYS = [
     "per_step_peak_allocated", "nvml_samples", "proc_nvml_used", "num_alloc_retries",
     "num_ooms", "params", "trainable_params", "adapter_cast_from", "generated_shape",
     "step_times_s", "build_device", "build_init", "build_s", "wall_s", "peak_rss_kib",
+    "grad_scaler_scales", "optimizer_state_bytes", "optimizer_state_dtype", "cache_class",
+    "kv_cache_bytes", "kv_cache_shapes", "kv_cache_max_len", "lora_target_modules_found",
 ]
 
 
@@ -703,6 +897,8 @@ def run_plan(plan):
             model = peft.get_peft_model(model, lcfg,
                                         autocast_adapter_dtype=lo["autocast_adapter_dtype"])
             model.train()
+            raw["lora_target_modules_found"] = sorted(
+                {n.rsplit(".", 1)[-1] for n, m in model.named_modules() if hasattr(m, "lora_A")})
         trainable = [p for p in model.parameters() if p.requires_grad]
         raw["trainable_params"] = int(sum(p.numel() for p in trainable))
         if plan["lora"]:
@@ -717,12 +913,18 @@ def run_plan(plan):
         opt = None
         if plan["optimizer"]:
             o = plan["optimizer"]
-            cls = {"torch.optim.AdamW": torch.optim.AdamW, "torch.optim.Adam": torch.optim.Adam,
-                   "torch.optim.SGD": torch.optim.SGD}[o["class"]]
+            if o["class"] == "transformers.optimization.Adafactor":
+                from transformers.optimization import Adafactor
+                cls = Adafactor
+            else:
+                cls = {"torch.optim.AdamW": torch.optim.AdamW,
+                       "torch.optim.Adam": torch.optim.Adam,
+                       "torch.optim.SGD": torch.optim.SGD}[o["class"]]
             opt = cls(trainable, **o["kwargs"])
+        scaler = torch.amp.GradScaler("cuda") if plan.get("grad_scaler") else None
         ac_dtype = _torch_dtype(torch, plan["autocast_dtype"])
         B, s = plan["batch_shape"]
-        per_step, times = [], []
+        per_step, times, scales = [], [], []
         for _ in range(plan["steps"]):
             ids = torch.randint(0, V, (B, s), device=dev)
             torch.cuda.synchronize()
@@ -732,9 +934,16 @@ def run_plan(plan):
                     loss = model(input_ids=ids, labels=ids, use_cache=False).loss
             else:
                 loss = model(input_ids=ids, labels=ids, use_cache=False).loss
-            loss.backward()
-            if opt is not None:
-                opt.step()
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                if opt is not None:
+                    scaler.step(opt)
+                scaler.update()
+                scales.append(float(scaler.get_scale()))
+            else:
+                loss.backward()
+                if opt is not None:
+                    opt.step()
             if opt is not None:
                 opt.zero_grad(set_to_none=True)
             model.zero_grad(set_to_none=True)
@@ -745,6 +954,19 @@ def run_plan(plan):
             per_step.append(torch.cuda.max_memory_allocated())
         raw["per_step_peak_allocated"] = per_step
         raw["step_times_s"] = [round(t, 4) for t in times]
+        if scaler is not None:
+            raw["grad_scaler_scales"] = scales
+        if opt is not None:
+            # the states the optimizer holds after the run (also shows a GradScaler that
+            # skipped every step: no states)
+            nb, dts = 0, set()
+            for st in opt.state.values():
+                for v in st.values():
+                    if torch.is_tensor(v) and v.is_cuda:
+                        nb += v.numel() * v.element_size()
+                        dts.add(str(v.dtype))
+            raw["optimizer_state_bytes"] = nb
+            raw["optimizer_state_dtype"] = ",".join(sorted(dts))
         later = sorted(times[1:]) or times
         raw["step_time_s"] = later[len(later) // 2]
     elif act in ("prefill", "generate"):
@@ -763,11 +985,36 @@ def run_plan(plan):
                 pad = model.config.pad_token_id
                 if pad is None:
                     pad = 0
+                extra = {}
+                if g.get("cache_implementation"):
+                    extra = {k: g[k] for k in ("cache_implementation", "return_dict_in_generate")}
+                    # no automatic torch.compile of the decode step with a static cache
+                    model.generation_config.disable_compile = g["disable_compile"]
                 out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                                      do_sample=False, max_new_tokens=g["max_new_tokens"],
-                                     min_new_tokens=g["min_new_tokens"], pad_token_id=pad)
+                                     min_new_tokens=g["min_new_tokens"], pad_token_id=pad,
+                                     **extra)
                 torch.cuda.synchronize()
                 sample()
+                if extra:
+                    cache = out.past_key_values
+                    out = out.sequences
+                    raw["cache_class"] = type(cache).__name__
+                    nb, lens, shapes = 0, set(), set()
+                    for layer in getattr(cache, "layers", []) or []:
+                        for name in ("keys", "values"):
+                            t = getattr(layer, name, None)
+                            if torch.is_tensor(t):
+                                nb += t.numel() * t.element_size()
+                                shapes.add(tuple(t.shape))
+                        if getattr(layer, "max_cache_len", None) is not None:
+                            lens.add(int(layer.max_cache_len))
+                    if getattr(cache, "max_cache_len", None) is not None:
+                        lens.add(int(cache.max_cache_len))
+                    raw["kv_cache_bytes"] = nb
+                    raw["kv_cache_shapes"] = sorted(list(x) for x in shapes)
+                    raw["kv_cache_max_len"] = sorted(lens)
+                    del cache
                 raw["generated_shape"] = list(out.shape)
                 if out.shape[1] != s + g["max_new_tokens"]:
                     raise RuntimeError("generated %s tokens" % (out.shape[1] - s))
