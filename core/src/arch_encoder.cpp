@@ -60,8 +60,8 @@ void build_bert(config_reader& cfg, model_spec& spec, const model_options& optio
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 512, max_positions);
   const auto token_types = cfg.optional({"type_vocab_size"}, 2, max_vocab, 0);
   spec.activation = cfg.text("hidden_act", "gelu");
-  spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"});
-  spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"});
+  spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"}, 0.1);  // BertConfig
+  spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"}, 0.1);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   add_uniform_layers(spec, stack_kind::encoder, layers);
 
@@ -140,7 +140,7 @@ void build_t5(config_reader& cfg, model_spec& spec) {
   spec.norm = norm_kind::rms_norm;  // T5LayerNorm: scale only, no mean subtraction
   // T5Config defaults to tied embeddings, MT5Config to untied.
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", spec.model_type != "mt5");
-  spec.hidden_dropout = cfg.fraction({"dropout_rate"});
+  spec.hidden_dropout = cfg.fraction({"dropout_rate"}, 0.1);  // T5Config default
   spec.attention_dropout = spec.hidden_dropout;
   add_uniform_layers(spec, stack_kind::encoder, encoder_layers);
   for (std::uint64_t i = 0; i < decoder_layers; ++i) {

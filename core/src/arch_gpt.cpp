@@ -48,7 +48,7 @@ void build_opt(config_reader& cfg, model_spec& spec) {
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = cfg.text("activation_function", "relu");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
-  spec.hidden_dropout = cfg.fraction({"dropout"});
+  spec.hidden_dropout = cfg.fraction({"dropout"}, 0.1);  // OPTConfig default
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   tensor_builder add(spec);
@@ -80,8 +80,8 @@ void build_biogpt(config_reader& cfg, model_spec& spec) {
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 1024, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = cfg.text("hidden_act", "gelu");
-  spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"});
-  spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"});
+  spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"}, 0.1);  // BioGptConfig
+  spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"}, 0.1);
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   tensor_builder add(spec);
@@ -116,8 +116,9 @@ void gpt2_like(config_reader& cfg, model_spec& spec, bool conv1d, bool multi_que
       cfg.optional({"n_positions", "max_position_embeddings"}, 1024, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = cfg.text("activation_function", "gelu_new");
-  spec.attention_dropout = cfg.fraction({"attn_pdrop"});
-  spec.hidden_dropout = cfg.fraction({"resid_pdrop"});
+  // GPT2Config and GPTBigCodeConfig default every dropout to 0.1.
+  spec.attention_dropout = cfg.fraction({"attn_pdrop"}, 0.1);
+  spec.hidden_dropout = cfg.fraction({"resid_pdrop"}, 0.1);
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   const auto h = spec.hidden_size;

@@ -95,10 +95,10 @@ bool config_reader::flag(const char* key, bool fallback) {
   return value.get<bool>();
 }
 
-double config_reader::fraction(std::initializer_list<const char*> keys) {
+double config_reader::fraction(std::initializer_list<const char*> keys, double fallback) {
   const char* key = nullptr;
   const json* value = find(keys, &key);
-  if (value == nullptr) return 0.0;
+  if (value == nullptr) return fallback;
   if (!value->is_number() || value->get<double>() < 0.0 || value->get<double>() > 1.0) {
     fail(code_prefix_ + ".invalid_value", key,
          "[" + field(key) + "] must be a probability in 0..1, got " + shown(*value));

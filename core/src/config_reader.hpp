@@ -39,7 +39,8 @@ class config_reader {
   std::uint64_t optional(std::initializer_list<const char*> keys, std::uint64_t fallback,
                          std::uint64_t max, std::uint64_t min = 1);
   bool flag(const char* key, bool fallback);
-  double fraction(std::initializer_list<const char*> keys);  // dropout probabilities in [0, 1]
+  // A probability in [0, 1] (dropout), else `fallback`: the model's config-class default.
+  double fraction(std::initializer_list<const char*> keys, double fallback = 0.0);
   // A number in [min, max] (max exclusive of nothing: both ends accepted), else `fallback`.
   double number(const char* key, double fallback, double min, double max);
   std::string text(const char* key, const std::string& fallback);

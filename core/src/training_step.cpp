@@ -138,13 +138,14 @@ std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_byt
   return input_bytes;
 }
 
-// Activation functions and what they keep (transformers ACT2FN): python-formula GELUs
-// (gelu_new) keep the input, tanh's output and two products; ReLU its output; the others
-// (F.gelu, SiLU, BLOOM's GeLUFunction) their input. Returns the count of c-byte tensors of the
-// MLP width, the input included.
-std::uint64_t activation_tensors(const std::string& activation) {
-  if (activation == "gelu_new" || activation == "gelu_fast") return 4;
-  return 1;
+// Bytes per MLP-width element that the activation function keeps (transformers ACT2FN), its
+// input included. The python-formula GELU (NewGELUActivation: 0.5 x (1 + tanh(sqrt(2/pi)
+// (x + 0.044715 x^3)))) keeps x for pow, tanh's output, 0.5 x and 1 + tanh; under autocast pow
+// runs in fp32 (autocast's fp32 op list) and type promotion keeps the tanh branch in fp32.
+// ReLU keeps its output; F.gelu, SiLU and BLOOM's GeLUFunction their input.
+std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, bool amp) {
+  if (activation == "gelu_new" || activation == "gelu_fast") return amp ? 4 + 4 + c + 4 : 4 * c;
+  return c;
 }
 
 block_memory block(const step_context& ctx, int layer_index) {
@@ -187,12 +188,23 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
   if (y1_shared) m.saved.push_back(y1_bytes * t * h);
 
-  // 2. Attention. SDPA (flash / memory-efficient kernels) keeps q, k, v, its output and the
-  // log-sum-exp; eager attention the fp32 softmax, its 16-bit cast and K/V repeated to all heads.
+  // 2. Attention. SDPA's fused kernels keep q, k, v, the output and the log-sum-exp. PyTorch
+  // picks flash for 16-bit inputs and memory-efficient attention for fp32, which does not take
+  // grouped-query attention (enable_gqa), so fp32 GQA falls back to the math kernel
+  // (torch/backends/cuda sdp_utils: check_gqa / can_use_mem_efficient_attention), which
+  // materialises the scores like eager attention does. Eager attention keeps the fp32
+  // softmax, its 16-bit cast and K/V repeated to all heads.
+  const std::uint64_t scores =
+      ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len * ctx.config.seq_len;
+  const bool math_sdpa = !eager && c == 4 && kv < q;
   m.saved.push_back(c * t * (q + 2 * kv));
-  if (eager) {
-    const std::uint64_t scores =
-        ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len * ctx.config.seq_len;
+  if (math_sdpa) {
+    // q and the repeated k scaled by sqrt(scale), the repeated v, the softmax output.
+    m.saved.push_back(3 * c * t * q);
+    m.saved.push_back(c * scores);
+    if (spec.attention_dropout > 0) m.saved.push_back(scores + c * scores);  // mask + output
+    m.transient = std::max(m.transient, c * scores);
+  } else if (eager) {
     if (kv < q) m.saved.push_back(2 * c * t * q);
     m.saved.push_back(4 * scores);
     if (c != 4) m.saved.push_back(c * scores);
@@ -223,7 +235,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (spec.gated_mlp) {
     m.saved.push_back(3 * c * t * i);  // gate (SiLU's input), its output, up (the product's inputs)
   } else {
-    m.saved.push_back(activation_tensors(spec.activation) * c * t * i);
+    m.saved.push_back(activation_bytes(spec.activation, c, ctx.amp) * t * i);
   }
   bool down_shared = false;
   feed(linear_role::mlp_out, c, down_shared);
