@@ -27,9 +27,14 @@ Usage:
   gpumem params --model M [--task-head H] [--json]
                                                parameter counts by module group and block;
                                                M is a preset id or a path to config.json
-  gpumem estimate --model M --mode llmem --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
-                  --micro-batch B [--seq-len S] [--gpu G] [--json]
-                                               per-GPU memory of one method, by component
+  gpumem estimate --model M --micro-batch B [--seq-len S] [--gpu G] [--json]
+                  detailed (default, one GPU): [--phase train|forward_backward]
+                    [--finetune full|lora] [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
+                    [--weights bf16|fp16|fp32] [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
+                    [--optimizer adamw|sgd|sgd_momentum|none] [--grad-ckpt] [--attention sdpa|eager]
+                    [--metric allocated|reserved|device_used]
+                  --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
+                                               per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
                                                the fastest method that fits, and its batch size
   gpumem validate FILE [--json]                score the estimators on measured points
@@ -58,6 +63,8 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
     std::string word = argv[i];
     if (word == "--json") {
       args.json_output = true;
+    } else if (word == "--grad-ckpt") {
+      args.options["grad-ckpt"] = "true";
     } else if (word == "--help" || word == "-h" || word == "--version") {
       args.command = word == "--version" ? "version" : "help";
     } else if (word.rfind("--", 0) == 0) {
@@ -272,6 +279,30 @@ int estimate_command(const arguments& args) {
   }
   if (!args.options.count("micro-batch")) return fail("estimate needs --micro-batch B");
   request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
+  if (option(args, "mode", "detailed") == "detailed") {
+    // The detailed estimator's workload fields, passed through for the core to check.
+    for (const auto& [flag, field] : {std::pair<const char*, const char*>{"phase", "phase"},
+                                      {"finetune", "finetune"},
+                                      {"weights", "weights"},
+                                      {"compute", "compute"},
+                                      {"optimizer", "optimizer"},
+                                      {"attention", "attention"}}) {
+      if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
+    }
+    if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
+    if (args.options.count("lora-r") || args.options.count("lora-targets")) {
+      ordered_json lora = ordered_json::object();
+      if (args.options.count("lora-r")) lora["r"] = number_option(args.options.at("lora-r"));
+      if (args.options.count("lora-targets")) {
+        ordered_json targets = ordered_json::array();
+        std::stringstream list(args.options.at("lora-targets"));
+        for (std::string item; std::getline(list, item, ',');) targets.push_back(item);
+        lora["targets"] = targets;
+      }
+      request["workload"]["lora"] = lora;
+    }
+    if (args.options.count("metric")) request["metric"] = args.options.at("metric");
+  }
   ordered_json response;
   if (!call(request, response)) return bad_input;
   print_warnings(response);
@@ -290,8 +321,14 @@ int estimate_command(const arguments& args) {
   }
   std::cout << "\n"
             << (r["fits"].get<bool>() ? "fits" : "does NOT fit") << " in "
-            << gib(r["cluster"]["usable_bytes"]) << " GiB per GPU; about "
-            << gpumem::cli::fixed(r["step_time"]["tokens_per_s"].get<double>(), 0) << " tokens/s\n";
+            << gib(r["cluster"]["usable_bytes"]) << " GiB per GPU";
+  if (r.contains("peak_phase"))
+    std::cout << "; the peak falls in the " << r["peak_phase"].get<std::string>();
+  if (r.contains("step_time")) {
+    std::cout << "; about " << gpumem::cli::fixed(r["step_time"]["tokens_per_s"].get<double>(), 0)
+              << " tokens/s";
+  }
+  std::cout << "\n";
   return 0;
 }
 

@@ -228,6 +228,13 @@ std::string detailed_estimate(const json& request, training_context& c) {
   result["model"] = model_identity(c);
   result["cluster"] = cluster_json(c.cluster);
   result["parallel"] = {{"method", "single"}};
+  const auto& w = workload.value();
+  result["workload"] = {{"phase", w.optimizer_step ? "train" : "forward_backward"},
+                        {"finetune", w.finetune == finetune_kind::lora ? "lora" : "full"},
+                        {"micro_batch", w.micro_batch},
+                        {"seq_len", w.seq_len},
+                        {"grad_ckpt", w.grad_ckpt},
+                        {"attention", w.attention == attention_kernel::eager ? "eager" : "sdpa"}};
   result["peak_bytes"] = rank.peak_bytes;
   result["fits"] = rank.fits;
   result["peak_phase"] = e.peak.phase;

@@ -115,3 +115,28 @@ test('validate scores the step-time model on throughput points', () => {
   assert.equal(report.points[0].scored, true);
   assert.ok(Math.abs(report.points[0].relative_error) < 1);
 });
+
+test('a detailed estimate on one GPU, by component, in each metric', () => {
+  const base = ['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '4', '--seq-len', '512',
+    '--gpu', 'h100-sxm', '--json'];
+  const read = (extra) => {
+    const run = gpumem([...base, ...extra]);
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout);
+  };
+  const used = read([]);
+  const allocated = read(['--metric', 'allocated']);
+  const reserved = read(['--metric', 'reserved']);
+  assert.equal(used.mode, 'detailed');
+  assert.ok(allocated.peak_bytes <= reserved.peak_bytes && reserved.peak_bytes < used.peak_bytes);
+  for (const r of [used, allocated, reserved]) {
+    const sum = Object.values(r.per_gpu[0].components).reduce((a, b) => a + b, 0);
+    assert.equal(sum, r.peak_bytes);
+  }
+  const lora = read(['--finetune', 'lora', '--lora-r', '8', '--lora-targets', 'q_proj,v_proj']);
+  assert.equal(lora.trainable_params, 16 * (8 * 2048 + 2048 * 8 + 8 * 2048 + 512 * 8));
+  assert.ok(lora.peak_bytes < used.peak_bytes);
+  const bad = gpumem([...base, '--compute', 'fp8']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /workload\.compute/);
+});
