@@ -386,10 +386,15 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       }
     };
     {
+      // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
+      // makes another while that one and its saved output are alive; then the gradient is cast
+      // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data).
+      const int grad_nll = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
       const int grad_logits = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
+      tl.free(grad_nll);
+      tl.free(log_softmax);
       const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * t_tokens * v, cat::logits_and_loss);
       tl.free(grad_logits);
-      tl.free(log_softmax);
       grads_for(-1);  // LM head and embeddings (outside the blocks)
       tl.free(grad_c);
       for (int id : head) tl.free(id);

@@ -22,7 +22,11 @@ PYTORCH_NVML_BASED_CUDA_CHECK=1 keeps is_available() from initialising the drive
 --isolation spawn a fresh interpreter (slower: re-imports everything per point).
 
 The mapping point -> Python-level plan is the pure function plan_for(point) (no torch import),
-unit-tested in tools/measure/test_measure.py. --dry-run prints the plans and exits.
+unit-tested in tools/measure/test_measure.py. --dry-run prints the plans and exits. Workload details
+the validation format has no field for travel as assumptions "measure option: KEY=VALUE ..."
+(optimizer_impl=foreach|for_loop|fused for AdamW, dropout=P for every dropout key of the model type).
+amp_fp16 trains with torch.amp.GradScaler; optimizer "adafactor" is transformers' Adafactor; an
+inference point with kv_cache_tokens = prompt + new - 1 generates with a static cache.
 
 Usage:
   python3 tools/measure/measure.py PLAN.json --dry-run

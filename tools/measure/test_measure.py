@@ -18,7 +18,9 @@ import measure  # noqa: E402
 from measure import PlanError, plan_for  # noqa: E402
 
 PLAN = os.path.join(HERE, "plan_h100.json")
+PLAN2 = os.path.join(HERE, "plan_h100_batch2.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
+MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
 RAW_DIR = os.path.join(ROOT, "validation", "raw_h100")
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
@@ -35,13 +37,26 @@ OPT = {"model_type": "opt", "hidden_size": 2048, "num_hidden_layers": 24,
        "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 64,
        "intermediate_size": 8192, "vocab_size": 50272, "tie_word_embeddings": True,
        "max_position_embeddings": 2048, "mlp_gated": False}
+GEMMA_2B = {"model_type": "gemma", "hidden_size": 2048, "num_hidden_layers": 18,
+            "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256,
+            "intermediate_size": 16384, "vocab_size": 256000, "tie_word_embeddings": True,
+            "max_position_embeddings": 8192, "mlp_gated": True}
+PHI3 = {"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 96,
+        "intermediate_size": 8192, "vocab_size": 32064, "tie_word_embeddings": False,
+        "max_position_embeddings": 4096, "mlp_gated": True}
+FALCON_7B = {"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32,
+             "num_attention_heads": 71, "num_key_value_heads": 1, "head_dim": 64,
+             "intermediate_size": 18176, "vocab_size": 65024, "tie_word_embeddings": True,
+             "max_position_embeddings": None, "mlp_gated": False, "parallel_attn": True,
+             "multi_query": True}
 BLOOM = {"model_type": "bloom", "hidden_size": 1024, "num_hidden_layers": 24,
          "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 64,
          "intermediate_size": 4096, "vocab_size": 250880, "tie_word_embeddings": True,
          "max_position_embeddings": None, "mlp_gated": False}
 
 
-def point(config=LLAMA_1B, name="meta-llama/Llama-3.2-1B", **wl):
+def point(config=LLAMA_1B, name="meta-llama/Llama-3.2-1B", options=(), **wl):
     workload = {"phase": "train", "finetune": "full", "lora": None, "weights": "fp32",
                 "compute": "fp32", "optimizer": "adamw", "optimizer_state": "fp32",
                 "micro_batch": 4, "seq_len": 512, "new_tokens": None, "kv_cache_tokens": None,
@@ -56,7 +71,14 @@ def point(config=LLAMA_1B, name="meta-llama/Llama-3.2-1B", **wl):
                          "sequence_parallel": None},
             "gpu": {"name": "NVIDIA H100 80GB HBM3", "memory_gib": 80}, "metric": None,
             "measured_gib": None, "measured_host_gib": None, "kind": "peak",
-            "throughput": None, "assumptions": [], "original_notes": ""}
+            "throughput": None,
+            "assumptions": ["measure option: " + o for o in options], "original_notes": ""}
+
+
+def infer_point(config=LLAMA_1B, mb=1, seq=1024, new=128, dtype="bf16", **wl):
+    return point(config, phase="inference", finetune=None, weights=dtype,
+                 compute="pure_" + dtype, optimizer="none", optimizer_state=None,
+                 micro_batch=mb, seq_len=seq, new_tokens=new, grad_ckpt=None, **wl)
 
 
 class PlanForTest(unittest.TestCase):
@@ -196,6 +218,137 @@ class PlanForTest(unittest.TestCase):
         with self.assertRaises(PlanError):
             plan_for(multi)
 
+    def test_amp_fp16_uses_grad_scaler(self):
+        p = plan_for(point(compute="amp_fp16"))
+        self.assertEqual(p["autocast_dtype"], "torch.float16")
+        self.assertEqual(p["param_dtype"], "torch.float32")
+        self.assertIn("GradScaler", p["grad_scaler"]["call"])
+        self.assertIsNone(plan_for(point(compute="amp_bf16"))["grad_scaler"])
+        self.assertIsNone(plan_for(point())["grad_scaler"])
+        lo = {"r": 16, "alpha": 32, "targets": ["q_proj", "v_proj"]}
+        p = plan_for(point(LLAMA_8B, finetune="lora", lora=lo, weights="fp16",
+                           compute="amp_fp16", optimizer_state="fp32"))
+        self.assertEqual(p["param_dtype"], "torch.float16")
+        self.assertEqual(p["lora"]["adapter_dtype"], "torch.float32")
+        self.assertIsNotNone(p["grad_scaler"])
+
+    def test_optimizer_impl_options(self):
+        p = plan_for(point(compute="amp_bf16", options=["optimizer_impl=fused (text)"]))
+        self.assertEqual(p["optimizer"]["kwargs"], {"lr": measure.LR, "fused": True})
+        p = plan_for(point(compute="amp_bf16", options=["optimizer_impl=for_loop"]))
+        self.assertEqual(p["optimizer"]["kwargs"], {"lr": measure.LR, "foreach": False})
+        p = plan_for(point(compute="amp_bf16", options=["optimizer_impl=foreach"]))
+        self.assertEqual(p["optimizer"]["kwargs"], {"lr": measure.LR, "foreach": True})
+        for bad in (point(options=["optimizer_impl=magic"]),
+                    point(optimizer="sgd", options=["optimizer_impl=fused"]),
+                    point(options=["optimizer_impl=fused", "optimizer_impl=fused"]),
+                    point(options=["optimizer_impl"]),
+                    point(options=["colour=blue"])):
+            with self.assertRaises(PlanError):
+                plan_for(bad)
+
+    def test_adafactor(self):
+        p = plan_for(point(compute="amp_bf16", optimizer="adafactor"))
+        self.assertEqual(p["optimizer"]["class"], "transformers.optimization.Adafactor")
+        self.assertEqual(p["optimizer"]["kwargs"],
+                         {"lr": 1e-4, "scale_parameter": False, "relative_step": False,
+                          "warmup_init": False})
+        # Adafactor keeps fp32 states even for bf16 parameters
+        plan_for(point(weights="bf16", compute="pure_bf16", optimizer="adafactor",
+                       optimizer_state="fp32"))
+        with self.assertRaises(PlanError):
+            plan_for(point(weights="bf16", compute="pure_bf16", optimizer="adafactor",
+                           optimizer_state="bf16"))
+        with self.assertRaises(PlanError):
+            plan_for(point(optimizer="adafactor", options=["optimizer_impl=fused"]))
+
+    def test_dropout_option(self):
+        p = plan_for(point(GPT2, attention="eager", options=["dropout=0.0 (all)"]))
+        kw, checks = p["model"]["hf_config_kwargs"], p["model"]["checks"]
+        for k in ("attn_pdrop", "resid_pdrop", "embd_pdrop"):
+            self.assertEqual(kw[k], 0.0)
+            self.assertEqual(checks[k], 0.0)
+        self.assertEqual(p["dropout"], {"attn_pdrop": 0.0, "resid_pdrop": 0.0, "embd_pdrop": 0.0})
+        p = plan_for(point(phase="forward_backward", optimizer="none", optimizer_state=None,
+                           compute="amp_bf16", options=["dropout=0.1"]))
+        self.assertEqual(p["model"]["hf_config_kwargs"]["attention_dropout"], 0.1)
+        self.assertIsNone(plan_for(point())["dropout"])
+        self.assertNotIn("attention_dropout", plan_for(point())["model"]["hf_config_kwargs"])
+        for bad in (point(options=["dropout=x"]), point(options=["dropout=1.0"]),
+                    point(BLOOM, attention="eager", options=["dropout=0.1"]),
+                    infer_point(new=1, options=["dropout=0.1"])):
+            with self.assertRaises(PlanError):
+                plan_for(bad)
+
+    def test_static_kv_cache(self):
+        p = plan_for(infer_point(LLAMA_8B, mb=4, kv_cache_tokens=1024 + 128 - 1))
+        g = p["generate_kwargs"]
+        self.assertEqual(g["cache_implementation"], "static")
+        self.assertTrue(g["disable_compile"])
+        self.assertTrue(g["return_dict_in_generate"])
+        self.assertEqual(g["expected_max_cache_len"], 1151)
+        self.assertNotIn("cache_implementation", plan_for(infer_point())["generate_kwargs"])
+        for bad in (infer_point(kv_cache_tokens=1152),           # transformers sizes s + n - 1
+                    infer_point(new=1, kv_cache_tokens=1024),     # prefill has no static cache
+                    point(kv_cache_tokens=1151)):                 # training
+            with self.assertRaises(PlanError):
+                plan_for(bad)
+
+    def test_fp16_inference(self):
+        p = plan_for(infer_point(mb=4, seq=2048, new=1, dtype="fp16"))
+        self.assertEqual(p["param_dtype"], "torch.float16")
+        self.assertEqual(p["action"], "prefill")
+        with self.assertRaises(PlanError):
+            plan_for(point(phase="inference", finetune=None, weights="fp16",
+                           compute="pure_bf16", optimizer="none", optimizer_state=None,
+                           new_tokens=1, grad_ckpt=None))
+
+    def test_gemma_phi3_falcon_configs(self):
+        kw = plan_for(point(GEMMA_2B, weights="bf16", compute="pure_bf16",
+                            optimizer_state="bf16"))["model"]
+        self.assertEqual(kw["expected_class"], "GemmaForCausalLM")
+        self.assertEqual(kw["hf_config_kwargs"]["head_dim"], 256)
+        self.assertEqual(kw["build_device"], "cpu")
+        m = plan_for(infer_point(PHI3))["model"]
+        self.assertEqual(m["expected_class"], "Phi3ForCausalLM")
+        self.assertNotIn("head_dim", m["hf_config_kwargs"])  # Phi3Config has no such field
+        self.assertNotIn("head_dim", m["checks"])
+        with self.assertRaises(PlanError):
+            plan_for(infer_point(dict(PHI3, head_dim=128)))
+        m = plan_for(infer_point(FALCON_7B))["model"]
+        kw = m["hf_config_kwargs"]
+        self.assertEqual(m["expected_class"], "FalconForCausalLM")
+        self.assertEqual((kw["ffn_hidden_size"], kw["multi_query"], kw["parallel_attn"],
+                          kw["new_decoder_architecture"]), (18176, True, True, False))
+        self.assertNotIn("num_kv_heads", kw)
+        self.assertNotIn("max_position_embeddings", kw)
+        self.assertEqual(m["checks"]["head_dim"], 64)
+        with self.assertRaises(PlanError):   # multi_query means one K/V head
+            plan_for(infer_point(dict(FALCON_7B, num_key_value_heads=8)))
+        f40 = dict(FALCON_7B, num_key_value_heads=8, new_decoder_architecture=True)
+        self.assertEqual(plan_for(infer_point(f40))["model"]["hf_config_kwargs"]["num_kv_heads"],
+                         8)
+
+    def test_fused_lora_targets(self):
+        def lo(cfg, targets):
+            return point(cfg, finetune="lora", lora={"r": 16, "alpha": 32, "targets": targets},
+                         weights="bf16", compute="amp_bf16", optimizer_state="fp32")
+        p = plan_for(lo(FALCON_7B, ["q_proj", "k_proj", "v_proj"]))
+        self.assertEqual(p["lora"]["target_modules"], ["query_key_value"])
+        p = plan_for(lo(PHI3, ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                               "down_proj"]))
+        self.assertEqual(p["lora"]["target_modules"],
+                         ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"])
+        self.assertEqual(plan_for(lo(PHI3, ["all-linear"]))["lora"]["target_modules"],
+                         "all-linear")
+        for bad in (lo(FALCON_7B, ["q_proj", "v_proj"]), lo(PHI3, ["up_proj"]),
+                    lo(FALCON_7B, ["gate_proj"])):
+            with self.assertRaises(PlanError):
+                plan_for(bad)
+        # unfused models keep the names
+        p = plan_for(lo(LLAMA_8B, ["q_proj", "v_proj"]))
+        self.assertEqual(p["lora"]["target_modules"], ["q_proj", "v_proj"])
+
     def test_plan_is_pure_and_torch_free(self):
         pt = point()
         before = copy.deepcopy(pt)
@@ -206,15 +359,28 @@ class PlanForTest(unittest.TestCase):
 
 class PlanFileTest(unittest.TestCase):
     def test_every_planned_point_is_runnable(self):
-        with open(PLAN) as f:
-            pts = json.load(f)
-        self.assertGreaterEqual(len(pts), 40)
-        ids = [p["id"] for p in pts]
-        self.assertEqual(len(ids), len(set(ids)))
-        for p in pts:
-            plan_for(p)
-            self.assertIsNone(p["measured_gib"])
-            self.assertEqual(list(p.keys()), measure.POINT_KEYS)
+        seen = set()
+        for fn, least in ((PLAN, 40), (PLAN2, 25)):
+            with open(fn) as f:
+                pts = json.load(f)
+            self.assertGreaterEqual(len(pts), least)
+            ids = [p["id"] for p in pts]
+            self.assertEqual(len(ids), len(set(ids)))
+            self.assertFalse(seen & set(ids), "an id is in both batches")
+            seen |= set(ids)
+            for p in pts:
+                plan_for(p)
+                self.assertIsNone(p["measured_gib"])
+                self.assertEqual(list(p.keys()), measure.POINT_KEYS)
+
+    def test_plan_files_match_make_plan(self):
+        with tempfile.TemporaryDirectory() as d:
+            for fn, args in ((PLAN, []), (PLAN2, ["--batch2"])):
+                out = os.path.join(d, "p.json")
+                subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
+                               + [out], capture_output=True, text=True, check=True)
+                with open(out) as f, open(fn) as g:
+                    self.assertEqual(f.read(), g.read(), fn)
 
     def test_dry_run_cli_skips_bad_points_without_torch(self):
         with open(PLAN) as f:
@@ -233,6 +399,12 @@ class PlanFileTest(unittest.TestCase):
 
 
 class MeasuredFileTest(unittest.TestCase):
+    """Batch 1: validation/measured_h100.json."""
+    MEASURED = MEASURED
+    PLAN = PLAN
+    RAWS = ["run1_raw.jsonl", "run2_raw.jsonl", "run3_raw.jsonl"]
+    ENV = "run1.log"
+    CONFIGS = 56
     ALLOWED = {
         "trust": {"high", "medium", "low"},
         "metric": {"allocated", "reserved", "nvml_used", "unknown", "none"},
@@ -241,8 +413,11 @@ class MeasuredFileTest(unittest.TestCase):
     }
 
     def setUp(self):
-        with open(MEASURED) as f:
+        with open(self.MEASURED) as f:
             self.pts = json.load(f)
+
+    def test_count(self):
+        self.assertEqual(len(self.pts), 3 * self.CONFIGS)
 
     def test_schema(self):
         ids = set()
@@ -284,18 +459,61 @@ class MeasuredFileTest(unittest.TestCase):
             self.assertLessEqual(d["reserved"]["measured_gib"], d["nvml"]["measured_gib"])
 
     def test_regenerates_from_raw_logs(self):
-        raws = [os.path.join(RAW_DIR, "run%d_raw.jsonl" % i) for i in (1, 2, 3)]
+        raws = [os.path.join(RAW_DIR, r) for r in self.RAWS]
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "m.json")
-            with open(PLAN) as f:
+            with open(self.PLAN) as f:
                 pts = json.load(f)
             import contextlib
             import io
             with contextlib.redirect_stdout(io.StringIO()):
-                measure.from_raw(pts, raws, os.path.join(RAW_DIR, "run1.log"), out)
+                measure.from_raw(pts, raws, os.path.join(RAW_DIR, self.ENV), out)
             with open(out) as f:
                 regenerated = json.load(f)
         self.assertEqual(regenerated, self.pts)
+
+
+class MeasuredBatch2FileTest(MeasuredFileTest):
+    """Batch 2: validation/measured_h100_batch2.json (new mechanisms)."""
+    MEASURED = MEASURED2
+    PLAN = PLAN2
+    RAWS = ["batch2_run1_raw.jsonl", "batch2_run2_raw.jsonl"]
+    ENV = "batch2_run1.log"
+    CONFIGS = 35
+
+    def by_id(self, base, suffix="alloc"):
+        return [p for p in self.pts if p["id"] == "%s-%s" % (base, suffix)][0]
+
+    def test_new_mechanisms_recorded(self):
+        import re
+
+        def notes(base):
+            return json.loads(self.by_id(base)["original_notes"].split("] ", 1)[1])
+        # the GradScaler never skipped a step, so the AdamW states exist
+        for base in ("h100-llama3.2-1b-ft-amp_fp16-adamw-b4-s512-sdpa",
+                     "h100-llama3.1-8b-fp16-lora-r16-qv-amp_fp16-b4-s1024-sdpa"):
+            n = notes(base)
+            self.assertEqual(n["grad_scaler_scales"], [65536.0] * 3)
+            self.assertGreater(n["optimizer_state_bytes"], 0)
+        # static caches have the planned length (prompt + new - 1)
+        for p in self.pts:
+            if p["workload"]["kv_cache_tokens"] is not None and p["metric"] == "allocated":
+                n = json.loads(p["original_notes"].split("] ", 1)[1])
+                self.assertEqual(n["cache_class"], "StaticCache")
+                self.assertEqual(n["kv_cache_max_len"], [p["workload"]["kv_cache_tokens"]])
+        # fused projections got one adapter per fused matrix
+        self.assertEqual(notes("h100-falcon7b-lora-r16-qkv-amp_bf16-b2-s512-sdpa")
+                         ["lora_target_modules_found"], ["query_key_value"])
+        self.assertEqual(notes("h100-phi3-mini-lora-r16-all-amp_bf16-b2-s1024-sdpa")
+                         ["lora_target_modules_found"],
+                         ["down_proj", "gate_up_proj", "o_proj", "qkv_proj"])
+        # Adafactor's factored states are tiny next to AdamW's 8 bytes per parameter
+        ada = notes("h100-llama3.2-1b-ft-amp_bf16-adafactor-b4-s512-sdpa")
+        self.assertLess(ada["optimizer_state_bytes"], 0.01 * 8 * ada["params"])
+        self.assertTrue(re.search(r"Adafactor\(lr=0.0001, relative_step=False",
+                                  " ".join(self.by_id(
+                                      "h100-llama3.2-1b-ft-amp_bf16-adafactor-b4-s512-sdpa")
+                                      ["assumptions"])))
 
 
 if __name__ == "__main__":
