@@ -299,18 +299,22 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     std::uint64_t numel;
     std::uint64_t bytes;
     int layer;
+    std::uint64_t cols;  // last dimension; rows = numel / cols (1-D tensors: cols = numel)
+    bool matrix;
   };
   std::vector<trainable> params;
   for (const auto& t : spec.tensors) {
     tl.allocate(t.numel() * base_bytes, cat::weights);
-    if (ctx.full) params.push_back({t.numel(), base_bytes, t.layer});
+    if (ctx.full)
+      params.push_back({t.numel(), base_bytes, t.layer, t.shape.back(), t.shape.size() >= 2});
   }
   for (const auto& t : spec.tensors) {
     if (!lora_target(config, t)) continue;
-    for (std::uint64_t numel :
-         {config.lora_rank * tensor_in(t), tensor_out(t) * config.lora_rank}) {
+    for (std::uint64_t cols : {tensor_in(t), config.lora_rank}) {
+      const std::uint64_t numel =
+          cols == config.lora_rank ? tensor_out(t) * cols : config.lora_rank * cols;
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
-      params.push_back({numel, ctx.adapter_bytes, t.layer});
+      params.push_back({numel, ctx.adapter_bytes, t.layer, cols, true});
     }
   }
   for (const auto& p : params) out.trainable_params += p.numel;
@@ -416,14 +420,36 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 
     if (!config.optimizer_step) break;
     tl.phase("optimizer step");
-    if (states.empty() && config.optimizer != optimizer_kind::none &&
-        config.optimizer != optimizer_kind::sgd) {
+    if (states.empty() && (config.optimizer == optimizer_kind::adamw ||
+                           config.optimizer == optimizer_kind::sgd_momentum)) {
       // torch.optim creates the states at the first step, in the parameters' dtype: AdamW's
       // exp_avg and exp_avg_sq, SGD's momentum buffer.
       for (const auto& p : params) {
         states.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_states));
         if (config.optimizer == optimizer_kind::adamw)
           states.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_states));
+      }
+    }
+    if (config.optimizer == optimizer_kind::adafactor) {
+      // transformers.optimization.Adafactor (beta1 None: no first moment): fp32 factored
+      // second moments, a row and a column vector for matrices, a full vector for 1-D
+      // tensors; created at the first step.
+      if (states.empty()) {
+        for (const auto& p : params) {
+          const std::uint64_t elems = p.matrix ? p.numel / p.cols + p.cols : p.numel;
+          states.push_back(tl.allocate(4 * elems, cat::optimizer_states));
+        }
+      }
+      // It steps one parameter at a time: the fp32 gradient (a copy when it is 16-bit),
+      // grad^2 + eps, the factored estimate replacing it, and an fp32 copy of a 16-bit
+      // parameter are alive together.
+      for (const auto& p : params) {
+        std::vector<int> temps;
+        if (p.bytes != 4) temps.push_back(tl.allocate(4 * p.numel, cat::optimizer_temporaries));
+        temps.push_back(tl.allocate(4 * p.numel, cat::optimizer_temporaries));
+        temps.push_back(tl.allocate(4 * p.numel, cat::optimizer_temporaries));
+        if (p.bytes != 4) temps.push_back(tl.allocate(4 * p.numel, cat::optimizer_temporaries));
+        for (int id : temps) tl.free(id);
       }
     }
     if (config.optimizer == optimizer_kind::adamw) {

@@ -266,6 +266,8 @@ std::string training_config_for(const json& p, training_config& config) {
   config.optimizer_step = phase == "train";
   if (optimizer == "adamw" || optimizer == "adam") {
     config.optimizer = optimizer_kind::adamw;
+  } else if (optimizer == "adafactor") {
+    config.optimizer = optimizer_kind::adafactor;
   } else if (optimizer == "sgd") {
     config.optimizer = optimizer_kind::sgd;  // torch.optim.SGD's default: no momentum
   } else if (optimizer == "none" && phase == "forward_backward") {

@@ -18,7 +18,7 @@ enum class finetune_kind { full, lora };
 // fp32; autocast mixed precision (fp32 trainable weights and states, 16-bit matmuls); pure
 // 16-bit (weights, gradients and states all 16-bit, no master copy).
 enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
-enum class optimizer_kind { adamw, sgd, sgd_momentum, none };
+enum class optimizer_kind { adamw, adafactor, sgd, sgd_momentum, none };
 enum class attention_kernel { eager, sdpa };
 
 struct training_config {
