@@ -61,6 +61,7 @@ struct step_context {
   std::uint64_t adapter_bytes = 4;
   bool amp = false;
   bool full = true;
+  bool quantized = false;  // QLoRA: bitsandbytes 4-bit block linears
 };
 
 // Which linear weights carry LoRA adapters (PEFT target_modules; "all-linear": every linear
@@ -83,6 +84,9 @@ bool lora_target(const training_config& config, const tensor_spec& t) {
 void linear_input(block_memory& m, const step_context& ctx, std::uint64_t in_features,
                   std::uint64_t input_bytes, bool trainable, bool adapter, bool& shared_saved) {
   const std::uint64_t elems = ctx.tokens * in_features;
+  // bitsandbytes MatMul4Bit keeps its input whenever the input needs a gradient, frozen weight
+  // or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)).
+  if (ctx.quantized) shared_saved = true;
   if (trainable) {
     if (ctx.amp && input_bytes != ctx.c) {
       m.saved.push_back(elems * ctx.c);  // autocast casts the input for every linear separately
@@ -161,8 +165,12 @@ block_memory block(const step_context& ctx, int layer_index) {
   std::vector<const tensor_spec*> linears;
   for (const auto& tensor : spec.tensors) {
     if (tensor.layer != layer_index || tensor.is_bias) continue;
-    if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d)
+    if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
       linears.push_back(&tensor);
+      // A 4-bit weight is dequantised to 16 bits for its matmul, forward and backward.
+      if (ctx.quantized) m.transient = std::max(m.transient, tensor.numel() * c);
+      if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, tensor.numel() * c);
+    }
     if (ctx.amp && ctx.full &&
         (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d)) {
       m.weight_copies.push_back(tensor.numel() * c);  // torch.autocast's weight cache
@@ -245,7 +253,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   // Busiest moment besides what is saved: the MLP product before down-projection and the
   // residual stream; during backward the gradients of the MLP's intermediates.
   m.transient = std::max(m.transient, c * t * i + ctx.r * t * h);
-  m.backward_transient = 3 * c * t * i + 2 * ctx.r * t * h;
+  m.backward_transient += 3 * c * t * i + 2 * ctx.r * t * h;
   return m;
 }
 
@@ -255,6 +263,15 @@ bool supported(const model_spec& spec) {
 }
 
 }  // namespace
+
+std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quantization) {
+  const std::uint64_t codes = (numel + 1) / 2;
+  const std::uint64_t blocks = (numel + 63) / 64;
+  if (quantization == base_quantization::nf4) return codes + 4 * blocks;
+  if (quantization == base_quantization::nf4_double_quant)
+    return codes + blocks + 4 * ((blocks + 255) / 256) + 4;
+  return 0;
+}
 
 std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
 
@@ -277,6 +294,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   ctx.c = compute_bytes(config.compute);
   ctx.amp = is_amp(config.compute);
   ctx.full = config.finetune == finetune_kind::full;
+  ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
   const bool pure = config.compute == compute_precision::pure_bf16 ||
                     config.compute == compute_precision::pure_fp16;
   const std::uint64_t full_bytes = pure ? 2 : 4;
@@ -304,7 +322,13 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   };
   std::vector<trainable> params;
   for (const auto& t : spec.tensors) {
-    tl.allocate(t.numel() * base_bytes, cat::weights);
+    // QLoRA quantises the blocks' linear layers; embeddings, norms and the LM head stay 16-bit
+    // (transformers BitsAndBytesConfig skips the output layer).
+    const bool quantize = ctx.quantized && t.layer >= 0 && !t.is_bias &&
+                          (t.module == module_kind::linear || t.module == module_kind::conv1d);
+    tl.allocate(
+        quantize ? quantized_weight_bytes(t.numel(), config.quantization) : t.numel() * base_bytes,
+        cat::weights);
     if (ctx.full)
       params.push_back({t.numel(), base_bytes, t.layer, t.shape.back(), t.shape.size() >= 2});
   }
@@ -425,9 +449,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // torch.optim creates the states at the first step, in the parameters' dtype: AdamW's
       // exp_avg and exp_avg_sq, SGD's momentum buffer.
       for (const auto& p : params) {
-        states.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_states));
+        const std::uint64_t bytes =
+            config.optimizer_state_bytes ? config.optimizer_state_bytes : p.bytes;
+        states.push_back(tl.allocate(p.numel * bytes, cat::optimizer_states));
         if (config.optimizer == optimizer_kind::adamw)
-          states.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_states));
+          states.push_back(tl.allocate(p.numel * bytes, cat::optimizer_states));
       }
     }
     if (config.optimizer == optimizer_kind::adafactor) {
@@ -456,8 +482,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // The foreach implementation (default on CUDA) materialises sqrt(exp_avg_sq) for every
       // parameter at once (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
       std::vector<int> temps;
-      for (const auto& p : params)
-        temps.push_back(tl.allocate(p.numel * p.bytes, cat::optimizer_temporaries));
+      for (const auto& p : params) {
+        const std::uint64_t bytes =
+            config.optimizer_state_bytes ? config.optimizer_state_bytes : p.bytes;
+        temps.push_back(tl.allocate(p.numel * bytes, cat::optimizer_temporaries));
+      }
       for (int id : temps) tl.free(id);
     }
     for (int id : grads) tl.free(id);  // zero_grad(set_to_none=True)

@@ -227,9 +227,10 @@ std::string training_config_for(const json& p, training_config& config) {
     return "distributed and offloaded runs are not modelled yet";
   }
   const std::string finetune = text_or(w, "finetune", "");
-  if (finetune != "full" && finetune != "lora")
+  if (finetune != "full" && finetune != "lora" && finetune != "qlora") {
     return "fine-tuning kind " + finetune + " is not modelled yet";
-  config.finetune = finetune == "lora" ? finetune_kind::lora : finetune_kind::full;
+  }
+  config.finetune = finetune == "full" ? finetune_kind::full : finetune_kind::lora;
   if (config.finetune == finetune_kind::lora) {
     const json& lora = w.value("lora", json());
     if (!lora.is_object() || !lora.value("r", json()).is_number_integer())
@@ -244,6 +245,11 @@ std::string training_config_for(const json& p, training_config& config) {
     config.base_weight_bytes = 4;
   } else if (weights == "fp16" || weights == "bf16") {
     config.base_weight_bytes = 2;
+  } else if ((weights == "nf4" || weights == "fp4" || weights == "nf4_double_quant") &&
+             config.finetune == finetune_kind::lora) {
+    config.base_weight_bytes = 2;  // what stays unquantised is 16-bit
+    config.quantization = weights == "nf4_double_quant" ? base_quantization::nf4_double_quant
+                                                        : base_quantization::nf4;
   } else {
     return "weights " + weights + " (quantised) are not modelled yet";
   }
@@ -262,6 +268,8 @@ std::string training_config_for(const json& p, training_config& config) {
     }
   }
   if (!known) return "compute " + compute + " not stated";
+  const std::string state = text_or(w, "optimizer_state", "");
+  config.optimizer_state_bytes = state == "fp32" ? 4 : state == "bf16" ? 2 : 0;
   const std::string optimizer = text_or(w, "optimizer", "none");
   config.optimizer_step = phase == "train";
   if (optimizer == "adamw" || optimizer == "adam") {

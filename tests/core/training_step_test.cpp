@@ -92,3 +92,51 @@ TEST_CASE("the detailed estimator refuses what it does not model yet") {
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("bitsandbytes 4-bit storage, by hand (blocksize 64)") {
+  const std::uint64_t n = 4096ULL * 4096;
+  // 4-bit codes + one fp32 absmax per 64 weights: 0.5625 bytes per weight.
+  CHECK(quantized_weight_bytes(n, base_quantization::nf4) == n / 2 + 4 * (n / 64));
+  // Double quantisation: 8-bit absmax, one fp32 absmax per 256 blocks, and the fp32 offset.
+  CHECK(quantized_weight_bytes(n, base_quantization::nf4_double_quant) ==
+        n / 2 + n / 64 + 4 * (n / 64 / 256) + 4);
+  CHECK(quantized_weight_bytes(n, base_quantization::none) == 0);
+}
+
+TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") {
+  const auto presets = test::read_presets();
+  auto spec = parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
+  REQUIRE(spec.ok());
+  training_config lora;
+  lora.finetune = finetune_kind::lora;
+  lora.lora_targets = {"q_proj", "v_proj"};
+  lora.base_weight_bytes = 2;
+  training_config qlora = lora;
+  qlora.quantization = base_quantization::nf4;
+  auto a = estimate_training_step(spec.value(), lora, gpu_spec{});
+  auto b = estimate_training_step(spec.value(), qlora, gpu_spec{});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  const auto weights = static_cast<std::size_t>(memory_category::weights);
+  std::uint64_t block_linear = 0;
+  std::uint64_t block_linear_4bit = 0;
+  for (const auto& t : spec.value().tensors) {
+    if (t.layer >= 0 && t.module == module_kind::linear && !t.is_bias) {
+      block_linear += allocator_round(2 * t.numel());
+      block_linear_4bit +=
+          allocator_round(quantized_weight_bytes(t.numel(), base_quantization::nf4));
+    }
+  }
+  // Equal up to the allocator's unsplit remainders of blocks carved from shared segments.
+  const auto saved = static_cast<double>(a.value().peak.by_category[weights] -
+                                         b.value().peak.by_category[weights]);
+  CHECK(saved ==
+        doctest::Approx(static_cast<double>(block_linear - block_linear_4bit)).epsilon(0.001));
+  CHECK(b.value().trainable_params == a.value().trainable_params);
+}
+
+}  // namespace
+}  // namespace gpumem

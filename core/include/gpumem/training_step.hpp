@@ -20,6 +20,10 @@ enum class finetune_kind { full, lora };
 enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
 enum class optimizer_kind { adamw, adafactor, sgd, sgd_momentum, none };
 enum class attention_kernel { eager, sdpa };
+// How a frozen LoRA base stores its block linear layers: 16/32-bit, or bitsandbytes 4-bit
+// (QLoRA) with fp32 absmax per 64-weight block, or with those absmax quantised to 8 bits and a
+// second fp32 absmax per 256 of them (double quantisation).
+enum class base_quantization { none, nf4, nf4_double_quant };
 
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
@@ -27,6 +31,8 @@ struct training_config {
   std::vector<std::string> lora_targets;  // module names (q_proj, ...) or "all-linear"
   compute_precision compute = compute_precision::amp_bf16;
   std::uint64_t base_weight_bytes = 0;  // frozen LoRA base: 2 (16-bit) or 4; 0: from compute
+  base_quantization quantization = base_quantization::none;  // LoRA only
+  std::uint64_t optimizer_state_bytes = 0;  // 0: the parameters' dtype (torch.optim)
   optimizer_kind optimizer = optimizer_kind::adamw;
   bool optimizer_step = true;  // false: forward and backward only
   std::uint64_t micro_batch = 1;
@@ -46,6 +52,11 @@ struct training_estimate {
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu);
+
+// Bytes a quantised base stores for a weight of `numel` elements (bitsandbytes
+// functional.quantize_4bit: 4-bit codes, blocksize 64; double quantisation: 8-bit absmax and one
+// fp32 absmax per 256 blocks, plus the fp32 offset).
+std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quantization);
 
 // The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
 // 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
