@@ -373,6 +373,27 @@ int validate_command(const arguments& args) {
     std::cout << r.dump(2) << "\n";
     return 0;
   }
+  gpumem::cli::table mem({"point", "metric", "measured GiB", "estimated GiB", "error"});
+  for (const auto& p : r["points"]) {
+    if (!p["scored"].get<bool>()) continue;
+    mem.row({p["id"], p["metric"], gpumem::cli::fixed(p["measured_gib"].get<double>(), 2),
+             gpumem::cli::fixed(p["estimated_gib"].get<double>(), 2),
+             p.contains("relative_error")
+                 ? percent(p["relative_error"])
+                 : (p["bound_correct"].get<bool>() ? "bound ok" : "bound WRONG")});
+  }
+  const auto& s = r["summary"];
+  std::cout << "Memory (detailed estimator, " << s["n"] << " peak points):\n"
+            << mem.render() << "median |error| " << percent(s["median_abs_rel_error"]) << ", p90 "
+            << percent(s["p90_abs_rel_error"]) << ", within 10 %: " << percent(s["within_10pct"])
+            << ", bounds " << s["bounds_correct"] << "/" << s["bounds_total"] << "\n";
+  for (const auto& [trust, t] : r["by_trust"].items()) {
+    std::cout << "  trust " << trust << ": n " << t["n"] << ", median |error| "
+              << percent(t["median_abs_rel_error"]) << "\n";
+  }
+  std::size_t unread = 0;
+  for (const auto& p : r["points"]) unread += !p["scored"].get<bool>();
+  std::cout << unread << " memory points not read yet (--json lists why)\n\n";
   const auto& st = r["step_time"];
   gpumem::cli::table t({"point", "method", "measured", "estimated", "error"});
   for (const auto& p : st["points"]) {

@@ -373,9 +373,12 @@ std::string validate_command(const json& request) {
   for (const auto& [k, v] : memory.by_phase) by_phase[k] = summary_json(v);
   ordered_json by_finetune = ordered_json::object();
   for (const auto& [k, v] : memory.by_finetune) by_finetune[k] = summary_json(v);
+  ordered_json by_trust = ordered_json::object();
+  for (const auto& [k, v] : memory.by_trust) by_trust[k] = summary_json(v);
   ordered_json result = {{"summary", std::move(summary)},
                          {"by_phase", std::move(by_phase)},
                          {"by_finetune", std::move(by_finetune)},
+                         {"by_trust", std::move(by_trust)},
                          {"points", std::move(memory_points)},
                          {"step_time",
                           {{"summary", summary_json(report.summary)},

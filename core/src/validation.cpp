@@ -305,6 +305,7 @@ memory_report validate_memory(const json& points) {
   std::vector<double> all;
   std::map<std::string, std::vector<double>> by_phase;
   std::map<std::string, std::vector<double>> by_finetune;
+  std::map<std::string, std::vector<double>> by_trust;
   if (!points.is_array()) return report;
   for (const auto& p : points) {
     if (!p.is_object()) continue;
@@ -364,6 +365,7 @@ memory_report validate_memory(const json& points) {
       all.push_back(std::fabs(out.relative_error));
       by_phase[out.phase].push_back(std::fabs(out.relative_error));
       by_finetune[out.finetune].push_back(std::fabs(out.relative_error));
+      by_trust[out.trust].push_back(std::fabs(out.relative_error));
     } else {
       out.bound_correct = out.kind == "oom_lower_bound" ? out.estimated_gib > out.measured_gib
                                                         : out.estimated_gib <= out.measured_gib;
@@ -375,6 +377,7 @@ memory_report validate_memory(const json& points) {
   report.summary = summarize(all);
   for (const auto& [k, e] : by_phase) report.by_phase.emplace_back(k, summarize(e));
   for (const auto& [k, e] : by_finetune) report.by_finetune.emplace_back(k, summarize(e));
+  for (const auto& [k, e] : by_trust) report.by_trust.emplace_back(k, summarize(e));
   return report;
 }
 

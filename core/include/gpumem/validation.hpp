@@ -64,6 +64,7 @@ struct memory_report {
   std::size_t bounds_total = 0;
   std::vector<std::pair<std::string, error_summary>> by_phase;
   std::vector<std::pair<std::string, error_summary>> by_finetune;
+  std::vector<std::pair<std::string, error_summary>> by_trust;  // low-trust points apart
 };
 
 // Scores the detailed estimator's GPU peak on the points it models (single-GPU training and
