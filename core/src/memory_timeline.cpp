@@ -8,6 +8,12 @@ const char* category_name(memory_category category) {
       return "cuda_workspace";
     case memory_category::weights:
       return "weights";
+    case memory_category::master_weights:
+      return "master_weights";
+    case memory_category::gathered_params:
+      return "gathered_params";
+    case memory_category::communication_buffers:
+      return "communication_buffers";
     case memory_category::adapters:
       return "adapters";
     case memory_category::autocast_weight_copies:

@@ -61,7 +61,8 @@ struct step_context {
   std::uint64_t adapter_bytes = 4;
   bool amp = false;
   bool full = true;
-  bool quantized = false;  // QLoRA: bitsandbytes 4-bit block linears
+  bool quantized = false;        // QLoRA: bitsandbytes 4-bit block linears
+  bool autocast_copies = false;  // fp32 trainable weights under autocast get 16-bit copies
 };
 
 // Which linear weights carry LoRA adapters (PEFT target_modules; "all-linear": every linear
@@ -171,7 +172,7 @@ block_memory block(const step_context& ctx, int layer_index) {
       if (ctx.quantized) m.transient = std::max(m.transient, tensor.numel() * c);
       if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, tensor.numel() * c);
     }
-    if (ctx.amp && ctx.full &&
+    if (ctx.autocast_copies &&
         (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d)) {
       m.weight_copies.push_back(tensor.numel() * c);  // torch.autocast's weight cache
     }
@@ -297,13 +298,33 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
   const bool pure = config.compute == compute_precision::pure_bf16 ||
                     config.compute == compute_precision::pure_fp16;
-  const std::uint64_t full_bytes = pure ? 2 : 4;
+  const std::uint64_t full_bytes =
+      config.full_weight_bytes ? config.full_weight_bytes : (pure ? 2 : 4);
   const std::uint64_t base_bytes =
       ctx.full ? full_bytes
                : (config.base_weight_bytes ? config.base_weight_bytes : (ctx.c == 4 ? 4 : 2));
   // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True).
   ctx.adapter_bytes = pure ? 2 : 4;
   ctx.r = base_bytes;
+
+  // Data parallelism: which states each rank keeps a 1/n share of.
+  const auto dp = config.sharding;
+  const std::uint64_t n = std::max<std::uint64_t>(config.dp_degree, 1);
+  const bool params_sharded = dp == data_parallel::zero3 || dp == data_parallel::fsdp_full_shard ||
+                              dp == data_parallel::fsdp_shard_grad_op;
+  const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
+  const bool states_sharded = grads_sharded || dp == data_parallel::zero1;
+  const auto share = [n](std::uint64_t bytes, bool sharded) {
+    return sharded ? (bytes + n - 1) / n : bytes;
+  };
+  // Mixed precision over a 16-bit model keeps fp32 master weights in the optimizer.
+  const bool master = ctx.full && ctx.amp && full_bytes == 2;
+  // Gathered (unsharded) parameters arrive in the compute dtype (FSDP MixedPrecision
+  // param_dtype, DeepSpeed's 16-bit parameters).
+  const std::uint64_t gathered_bytes = ctx.full ? (ctx.amp ? ctx.c : full_bytes) : base_bytes;
+  // Autocast copies fp32 weights to 16 bits; gathered (FSDP MixedPrecision) and 16-bit models
+  // are already in the compute dtype.
+  ctx.autocast_copies = ctx.amp && ctx.full && full_bytes == 4 && !params_sharded;
 
   training_estimate out;
   memory_timeline tl;
@@ -326,9 +347,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // (transformers BitsAndBytesConfig skips the output layer).
     const bool quantize = ctx.quantized && t.layer >= 0 && !t.is_bias &&
                           (t.module == module_kind::linear || t.module == module_kind::conv1d);
-    tl.allocate(
-        quantize ? quantized_weight_bytes(t.numel(), config.quantization) : t.numel() * base_bytes,
-        cat::weights);
+    tl.allocate(share(quantize ? quantized_weight_bytes(t.numel(), config.quantization)
+                               : t.numel() * base_bytes,
+                      params_sharded),
+                cat::weights);
     if (ctx.full)
       params.push_back({t.numel(), base_bytes, t.layer, t.shape.back(), t.shape.size() >= 2});
   }
@@ -342,6 +364,29 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
   }
   for (const auto& p : params) out.trainable_params += p.numel;
+  std::uint64_t trainable_bytes = 0;
+  for (const auto& p : params) trainable_bytes += p.numel * p.bytes;
+  if (master) {
+    // The optimizer's fp32 copy of its (share of the) parameters, made when it is built.
+    for (const auto& p : params)
+      tl.allocate(share(4 * p.numel, states_sharded), cat::master_weights);
+  }
+  if (dp == data_parallel::ddp) {
+    // DDP's Reducer keeps every gradient again in flat buckets (gradient_as_bucket_view=False).
+    tl.allocate(trainable_bytes, cat::communication_buffers);
+  }
+  // Unsharded parameters of one block (or of what lives outside the blocks: embeddings, final
+  // norm, LM head) in the dtype they are gathered in.
+  std::vector<std::uint64_t> block_params(spec.layers.size(), 0);
+  std::uint64_t root_params = 0;
+  for (const auto& t : spec.tensors) {
+    const std::uint64_t bytes = t.numel() * gathered_bytes;
+    if (t.layer >= 0) {
+      block_params[static_cast<std::size_t>(t.layer)] += bytes;
+    } else {
+      root_params += bytes;
+    }
+  }
 
   std::vector<block_memory> blocks;
   for (std::size_t l = 0; l < spec.layers.size(); ++l)
@@ -351,6 +396,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const std::uint64_t v = spec.vocab_size;
   const std::uint64_t e = spec.embedding_dim;
 
+  // Optimizer states: the stated dtype, else fp32 beside master weights, else the parameters'.
+  const auto state_bytes = [&](std::uint64_t param_bytes) -> std::uint64_t {
+    if (config.optimizer_state_bytes) return config.optimizer_state_bytes;
+    return master ? 4 : param_bytes;
+  };
   std::vector<int> states;
   bool backward_workspace = false;
   const int steps = config.optimizer_step ? 2 : 1;  // step 2 runs with the optimizer states
@@ -358,9 +408,19 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     tl.phase("forward");
     std::vector<std::vector<int>> saved(blocks.size());
     std::vector<int> copies;
+    // ZeRO-3 / FSDP: the root (embeddings, final norm, LM head) stays gathered for the step;
+    // each block is gathered before it runs, the next one prefetched, and (FULL_SHARD) freed
+    // after it ran.
+    std::vector<int> gathered(blocks.size(), -1);
+    const int root = params_sharded ? tl.allocate(root_params, cat::gathered_params) : -1;
+    if (params_sharded && !blocks.empty())
+      gathered[0] = tl.allocate(block_params[0], cat::gathered_params);
     int residual = tl.allocate(ctx.r * t_tokens * h, cat::activations);  // embedding output
     for (std::size_t l = 0; l < blocks.size(); ++l) {
       const auto& b = blocks[l];
+      if (params_sharded && l + 1 < blocks.size()) {
+        gathered[l + 1] = tl.allocate(block_params[l + 1], cat::gathered_params);
+      }
       if (config.grad_ckpt) {
         // Non-reentrant checkpointing keeps only the block input; autocast still caches the
         // weight copies until it exits.
@@ -380,15 +440,20 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       const int next = tl.allocate(ctx.r * t_tokens * h, cat::activations);
       tl.free(residual);
       residual = next;
+      if (dp != data_parallel::fsdp_shard_grad_op) {
+        tl.free(gathered[l]);
+        gathered[l] = -1;
+      }
     }
     // Final norm, LM head (16-bit copy of its weight under autocast) and the loss: transformers
     // upcasts the logits to fp32 and cross-entropy keeps log-softmax's fp32 output.
     tl.phase("loss");
     std::vector<int> head;
     head.push_back(tl.allocate(4 * t_tokens * h, cat::activations));
-    if (ctx.amp && ctx.full)
+    if (ctx.autocast_copies) {
       head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
-    if (ctx.amp && ctx.full) head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
+      head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
+    }
     const int logits =
         tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * t_tokens * v, cat::logits_and_loss);
     const int upcast =
@@ -409,10 +474,28 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
     std::vector<int> grads;
     auto grads_for = [&](int layer) {
-      for (const auto& p : params) {
-        if (p.layer == layer) grads.push_back(tl.allocate(p.numel * p.bytes, cat::gradients));
+      if (!grads_sharded) {
+        for (const auto& p : params) {
+          if (p.layer == layer) grads.push_back(tl.allocate(p.numel * p.bytes, cat::gradients));
+        }
+        return;
       }
+      // The block's full gradients exist until they are reduce-scattered into this rank's
+      // shard (FSDP, ZeRO-2/3); the shard stays.
+      std::vector<int> full;
+      for (const auto& p : params) {
+        if (p.layer != layer) continue;
+        full.push_back(
+            tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
+        grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
+      }
+      for (int id : full) tl.free(id);
     };
+    if (dp == data_parallel::zero2 && config.reduce_bucket_elements > 0 && step == 1) {
+      // The reduce bucket gradients are copied into before their reduce-scatter.
+      tl.allocate(config.reduce_bucket_elements * (ctx.full ? full_bytes : ctx.adapter_bytes),
+                  cat::communication_buffers);
+    }
     {
       // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
       // makes another while that one and its saved output are alive; then the gradient is cast
@@ -435,25 +518,41 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
           recomputed.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
         for (auto bytes : b.saved) recomputed.push_back(tl.allocate(bytes, cat::activations));
       }
+      if (params_sharded && gathered[l] < 0)
+        gathered[l] = tl.allocate(block_params[l], cat::gathered_params);
       const int busy = tl.allocate(b.backward_transient, cat::activations);
       grads_for(static_cast<int>(l));
       tl.free(busy);
       for (int id : recomputed) tl.free(id);
       for (int id : saved[l]) tl.free(id);
+      tl.free(gathered[l]);
+      gathered[l] = -1;
     }
+    tl.free(root);
 
     if (!config.optimizer_step) break;
     tl.phase("optimizer step");
+    // Mixed-precision optimizers with master weights step on fp32 gradients: the (shard of the)
+    // 16-bit gradients is converted first (DeepSpeed single_partition_of_fp32_groups grads).
+    std::vector<int> fp32_grads;
+    if (master) {
+      for (const auto& p : params) {
+        fp32_grads.push_back(
+            tl.allocate(share(4 * p.numel, states_sharded), cat::optimizer_temporaries));
+      }
+    }
     if (states.empty() && (config.optimizer == optimizer_kind::adamw ||
                            config.optimizer == optimizer_kind::sgd_momentum)) {
       // torch.optim creates the states at the first step, in the parameters' dtype: AdamW's
       // exp_avg and exp_avg_sq, SGD's momentum buffer.
       for (const auto& p : params) {
-        const std::uint64_t bytes =
-            config.optimizer_state_bytes ? config.optimizer_state_bytes : p.bytes;
-        states.push_back(tl.allocate(p.numel * bytes, cat::optimizer_states));
-        if (config.optimizer == optimizer_kind::adamw)
-          states.push_back(tl.allocate(p.numel * bytes, cat::optimizer_states));
+        const std::uint64_t bytes = state_bytes(p.bytes);
+        states.push_back(
+            tl.allocate(share(p.numel * bytes, states_sharded), cat::optimizer_states));
+        if (config.optimizer == optimizer_kind::adamw) {
+          states.push_back(
+              tl.allocate(share(p.numel * bytes, states_sharded), cat::optimizer_states));
+        }
       }
     }
     if (config.optimizer == optimizer_kind::adafactor) {
@@ -483,12 +582,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // parameter at once (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
       std::vector<int> temps;
       for (const auto& p : params) {
-        const std::uint64_t bytes =
-            config.optimizer_state_bytes ? config.optimizer_state_bytes : p.bytes;
-        temps.push_back(tl.allocate(p.numel * bytes, cat::optimizer_temporaries));
+        temps.push_back(tl.allocate(share(p.numel * state_bytes(p.bytes), states_sharded),
+                                    cat::optimizer_temporaries));
       }
       for (int id : temps) tl.free(id);
     }
+    for (int id : fp32_grads) tl.free(id);
     for (int id : grads) tl.free(id);  // zero_grad(set_to_none=True)
   }
   out.peak = tl.peak();

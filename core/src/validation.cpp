@@ -223,8 +223,45 @@ std::string training_config_for(const json& p, training_config& config) {
   const std::string phase = text_or(w, "phase", "");
   if (phase != "train" && phase != "forward_backward")
     return "phase " + phase + " is not modelled yet";
-  if (parallel.value("method", "") != "single" || parallel.value("cpu_offload", false)) {
-    return "distributed and offloaded runs are not modelled yet";
+  if (parallel.value("cpu_offload", false)) return "offloaded runs are not modelled yet";
+  auto degree = [&](const char* key) {
+    return parallel.contains(key) && parallel.at(key).is_number()
+               ? parallel.at(key).get<std::uint64_t>()
+               : 1;
+  };
+  if (degree("tp") > 1 || degree("pp") > 1 || degree("cp") > 1) {
+    return "tensor, pipeline and context parallelism are not modelled yet in detailed mode";
+  }
+  static const std::pair<const char*, data_parallel> methods[] = {
+      {"single", data_parallel::none},
+      {"ddp", data_parallel::ddp},
+      {"fsdp_no_shard", data_parallel::ddp},
+      {"zero1", data_parallel::zero1},
+      {"zero2", data_parallel::zero2},
+      {"zero3", data_parallel::zero3},
+      {"gemini", data_parallel::zero3},
+      {"fsdp_full_shard", data_parallel::fsdp_full_shard},
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
+  const std::string method = parallel.value("method", "");
+  bool known_method = false;
+  for (const auto& [name, value] : methods) {
+    if (method == name) {
+      config.sharding = value;
+      known_method = true;
+    }
+  }
+  if (!known_method) return "method " + method + " is not modelled yet in detailed mode";
+  config.dp_degree = std::max<std::uint64_t>(degree("dp"), 1);
+  const std::string framework = text_or(w, "framework", "");
+  if (config.sharding == data_parallel::zero2) {
+    // Reduce buckets: DeepSpeed's default reduce_bucket_size (5e8 elements); Colossal-AI's
+    // LowLevelZeroPlugin reduce_bucket_size_in_m (12 Mi).
+    if (framework == "deepspeed" || framework == "lightning" || framework == "megatron" ||
+        framework == "accelerate") {
+      config.reduce_bucket_elements = 500000000;
+    } else if (framework == "colossalai") {
+      config.reduce_bucket_elements = 12ULL << 20;
+    }
   }
   const std::string finetune = text_or(w, "finetune", "");
   if (finetune != "full" && finetune != "lora" && finetune != "qlora") {
@@ -243,8 +280,10 @@ std::string training_config_for(const json& p, training_config& config) {
   const std::string weights = text_or(w, "weights", "");
   if (weights == "fp32") {
     config.base_weight_bytes = 4;
+    config.full_weight_bytes = 4;
   } else if (weights == "fp16" || weights == "bf16") {
     config.base_weight_bytes = 2;
+    config.full_weight_bytes = 2;
   } else if ((weights == "nf4" || weights == "fp4" || weights == "nf4_double_quant") &&
              config.finetune == finetune_kind::lora) {
     config.base_weight_bytes = 2;  // what stays unquantised is 16-bit
@@ -291,7 +330,9 @@ std::string training_config_for(const json& p, training_config& config) {
   config.seq_len = w.at("seq_len").get<std::uint64_t>();
   const json& ckpt = w.value("grad_ckpt", json());
   if (ckpt.is_string()) return "selective checkpointing is not modelled yet";
-  config.grad_ckpt = ckpt.is_boolean() && ckpt.get<bool>();
+  // Unstated: the framework's default — torchtune's recipe configs enable activation
+  // checkpointing (enable_activation_checkpointing: True), plain loops do not.
+  config.grad_ckpt = ckpt.is_boolean() ? ckpt.get<bool>() : framework == "torchtune";
   config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
                          ? attention_kernel::eager
                          : attention_kernel::sdpa;
@@ -335,6 +376,10 @@ memory_report validate_memory(const json& points) {
     auto spec = parse_model_config(model_config, {}, "model.config");
     if (!spec.ok()) {
       skip("model config: " + spec.failure().message);
+      continue;
+    }
+    if (!spec.value().warnings.empty()) {
+      skip("model_type read as a Llama-like fallback; not scored");
       continue;
     }
     gpu_spec gpu;

@@ -16,7 +16,10 @@ namespace gpumem {
 
 enum class memory_category {
   cuda_workspace,          // cuBLAS/cuBLASLt workspaces (allocated through PyTorch)
-  weights,                 // model parameters as loaded
+  weights,                 // model parameters as loaded (this rank's shard when sharded)
+  master_weights,          // fp32 copies mixed-precision optimizers keep of 16-bit parameters
+  gathered_params,         // unsharded parameters of the blocks being computed (ZeRO-3, FSDP)
+  communication_buffers,   // DDP gradient buckets, ZeRO reduce buckets
   adapters,                // LoRA matrices
   autocast_weight_copies,  // 16-bit copies autocast caches and autograd saves
   activations,             // tensors saved for backward, and temporaries of the layer running
@@ -27,7 +30,7 @@ enum class memory_category {
   kv_cache,
   other,
 };
-inline constexpr std::size_t memory_category_count = 11;
+inline constexpr std::size_t memory_category_count = 14;
 
 const char* category_name(memory_category category);
 

@@ -25,6 +25,13 @@ enum class attention_kernel { eager, sdpa };
 // second fp32 absmax per 256 of them (double quantisation).
 enum class base_quantization { none, nf4, nf4_double_quant };
 
+// How data-parallel ranks place the model states (each rank runs its own micro-batch):
+// a full replica with gradient buckets (PyTorch DDP); ZeRO stage 1 (optimizer states and fp32
+// master weights sharded), 2 (and gradients), 3 (and parameters); FSDP FULL_SHARD (ZeRO-3-like,
+// one block gathered at a time plus the next prefetched) and SHARD_GRAD_OP (parameters stay
+// gathered from forward to backward).
+enum class data_parallel { none, ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op };
+
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
   std::uint64_t lora_rank = 8;
@@ -39,6 +46,14 @@ struct training_config {
   std::uint64_t seq_len = 512;
   bool grad_ckpt = false;
   attention_kernel attention = attention_kernel::sdpa;
+  // Full fine-tuning: the stored parameter dtype (0: fp32, or 16-bit for pure precision). A
+  // 16-bit model under AMP (DeepSpeed, Colossal-AI, Megatron) gets fp32 master weights.
+  std::uint64_t full_weight_bytes = 0;
+  data_parallel sharding = data_parallel::none;
+  std::uint64_t dp_degree = 1;
+  // ZeRO-1/2's gradient reduce bucket in elements (DeepSpeed reduce_bucket_size default 5e8;
+  // Colossal-AI LowLevelZero 12 Mi); 0: none.
+  std::uint64_t reduce_bucket_elements = 0;
 };
 
 struct training_estimate {
