@@ -33,6 +33,7 @@ Usage:
                     [--weights bf16|fp16|fp32] [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|sgd|sgd_momentum|none] [--grad-ckpt] [--attention sdpa|eager]
                     [--metric allocated|reserved|device_used]
+                    [--gpus N --method ddp|zero1|zero2|zero3|fsdp_full_shard|fsdp_shard_grad_op]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]

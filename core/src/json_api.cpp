@@ -185,16 +185,12 @@ std::string detailed_estimate(const json& request, training_context& c) {
                              "workload", "options", "metric"})) {
     return respond_error(*e);
   }
-  auto parallel = read_parallel(request);
-  if (!parallel.ok()) return respond_error(parallel.failure());
-  if (parallel.value().method != parallel_method::single || c.cluster.gpus != 1) {
-    return respond_error(
-        {"mode.unavailable", "parallel.method",
-         "[parallel.method] the detailed estimator covers one GPU (method single) so "
-         "far; use mode \"llmem\" for distributed methods"});
-  }
+  auto sharding = read_data_parallel(request, c.cluster.gpus);
+  if (!sharding.ok()) return respond_error(sharding.failure());
   auto workload = read_detailed_workload(request, c.model.spec, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
+  workload.value().sharding = sharding.value();
+  workload.value().dp_degree = c.cluster.gpus;
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
   auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
@@ -216,6 +212,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
     rank.components.push_back({"cuda_context", c.cluster.cuda_context_bytes});
     rank.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
   }
+  rank.last_rank = c.cluster.gpus - 1;  // data-parallel ranks are alike
   rank.peak_bytes = metric.value() == "allocated"  ? allocated
                     : metric.value() == "reserved" ? reserved
                                                    : device_used;
@@ -227,7 +224,9 @@ std::string detailed_estimate(const json& request, training_context& c) {
   result["metric"] = metric.value();
   result["model"] = model_identity(c);
   result["cluster"] = cluster_json(c.cluster);
-  result["parallel"] = {{"method", "single"}};
+  result["parallel"] = {
+      {"method", request.value("parallel", json::object()).value("method", "single")},
+      {"dp", c.cluster.gpus}};
   const auto& w = workload.value();
   result["workload"] = {{"phase", w.optimizer_step ? "train" : "forward_backward"},
                         {"finetune", w.finetune == finetune_kind::lora ? "lora" : "full"},

@@ -221,6 +221,37 @@ result<training_workload> read_training_workload(const json& request, const mode
   return out;
 }
 
+result<data_parallel> read_data_parallel(const json& request, std::uint64_t gpus) {
+  if (auto e = check_object(request, "parallel")) return *e;
+  const json& parallel = member(request, "parallel");
+  if (auto e = unknown_keys(parallel, "parallel", {"method"})) return *e;
+  static const std::pair<const char*, data_parallel> methods[] = {
+      {"single", data_parallel::none},
+      {"ddp", data_parallel::ddp},
+      {"zero1", data_parallel::zero1},
+      {"zero2", data_parallel::zero2},
+      {"zero3", data_parallel::zero3},
+      {"fsdp_full_shard", data_parallel::fsdp_full_shard},
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
+  const json method = parallel.value("method", json("single"));
+  for (const auto& [name, value] : methods) {
+    if (method == name) {
+      if ((value == data_parallel::none) != (gpus == 1)) {
+        return error{"parallel.invalid_method", "parallel.method",
+                     "[parallel.method] " + std::string(name) +
+                         (gpus == 1 ? " needs at least 2 GPUs" : " runs on one GPU") +
+                         " (cluster.gpus is " + std::to_string(gpus) + ")"};
+      }
+      return value;
+    }
+  }
+  return error{"mode.unavailable", "parallel.method",
+               "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
+               "fsdp_full_shard or fsdp_shard_grad_op (tensor and pipeline parallelism: mode "
+               "\"llmem\"); got " +
+                   method.dump()};
+}
+
 result<std::string> read_metric(const json& request) {
   const std::string metric = request.value("metric", json("device_used")).is_string()
                                  ? request.value("metric", std::string("device_used"))

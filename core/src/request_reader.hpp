@@ -51,6 +51,10 @@ result<training_config> read_detailed_workload(const nlohmann::json& request,
                                                const model_spec& model,
                                                std::vector<std::string>& warnings);
 
+// Detailed mode's `parallel.method`: single, ddp, zero1, zero2, zero3, fsdp_full_shard,
+// fsdp_shard_grad_op (data parallelism over cluster.gpus ranks).
+result<data_parallel> read_data_parallel(const nlohmann::json& request, std::uint64_t gpus);
+
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").
 result<std::string> read_metric(const nlohmann::json& request);
 

@@ -140,3 +140,24 @@ test('a detailed estimate on one GPU, by component, in each metric', () => {
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /workload\.compute/);
 });
+
+test('detailed estimates under data parallelism shard what each method shards', () => {
+  const run = (method, gpus) => {
+    const r = gpumem(['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--seq-len', '512',
+      '--gpu', 'a100-sxm4-80gb', '--gpus', String(gpus), '--method', method, '--metric', 'allocated', '--json']);
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout);
+  };
+  const single = run('single', 1);
+  const ddp = run('ddp', 4);
+  const zero3 = run('zero3', 4);
+  const fsdp = run('fsdp_full_shard', 8);
+  assert.ok(ddp.peak_bytes > single.peak_bytes);  // DDP's gradient buckets
+  assert.ok(zero3.peak_bytes < single.peak_bytes);
+  assert.ok(fsdp.peak_bytes < zero3.peak_bytes);
+  assert.deepEqual(zero3.per_gpu[0].ranks, { first: 0, last: 3 });
+  const bad = gpumem(['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--gpus', '4',
+    '--method', 'single']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /parallel\.method/);
+});
