@@ -37,6 +37,7 @@ Usage:
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
+                  [the detailed workload options above]
                                                the fastest method that fits, and its batch size
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
@@ -263,6 +264,33 @@ bool training_request(const arguments& args, ordered_json& request) {
   return true;
 }
 
+// The detailed estimator's workload and metric options, passed through for the core to check.
+void add_detailed_options(const arguments& args, ordered_json& request) {
+  if (option(args, "mode", "detailed") != "detailed") return;
+  // The detailed estimator's workload fields, passed through for the core to check.
+  for (const auto& [flag, field] : {std::pair<const char*, const char*>{"phase", "phase"},
+                                    {"finetune", "finetune"},
+                                    {"weights", "weights"},
+                                    {"compute", "compute"},
+                                    {"optimizer", "optimizer"},
+                                    {"attention", "attention"}}) {
+    if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
+  }
+  if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
+  if (args.options.count("lora-r") || args.options.count("lora-targets")) {
+    ordered_json lora = ordered_json::object();
+    if (args.options.count("lora-r")) lora["r"] = number_option(args.options.at("lora-r"));
+    if (args.options.count("lora-targets")) {
+      ordered_json targets = ordered_json::array();
+      std::stringstream list(args.options.at("lora-targets"));
+      for (std::string item; std::getline(list, item, ',');) targets.push_back(item);
+      lora["targets"] = targets;
+    }
+    request["workload"]["lora"] = lora;
+  }
+  if (args.options.count("metric")) request["metric"] = args.options.at("metric");
+}
+
 void print_components(const ordered_json& rank) {
   gpumem::cli::table t({"component", "GiB"});
   for (const auto& [name, bytes] : rank["components"].items()) t.row({name, gib(bytes)});
@@ -280,30 +308,7 @@ int estimate_command(const arguments& args) {
   }
   if (!args.options.count("micro-batch")) return fail("estimate needs --micro-batch B");
   request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
-  if (option(args, "mode", "detailed") == "detailed") {
-    // The detailed estimator's workload fields, passed through for the core to check.
-    for (const auto& [flag, field] : {std::pair<const char*, const char*>{"phase", "phase"},
-                                      {"finetune", "finetune"},
-                                      {"weights", "weights"},
-                                      {"compute", "compute"},
-                                      {"optimizer", "optimizer"},
-                                      {"attention", "attention"}}) {
-      if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
-    }
-    if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
-    if (args.options.count("lora-r") || args.options.count("lora-targets")) {
-      ordered_json lora = ordered_json::object();
-      if (args.options.count("lora-r")) lora["r"] = number_option(args.options.at("lora-r"));
-      if (args.options.count("lora-targets")) {
-        ordered_json targets = ordered_json::array();
-        std::stringstream list(args.options.at("lora-targets"));
-        for (std::string item; std::getline(list, item, ',');) targets.push_back(item);
-        lora["targets"] = targets;
-      }
-      request["workload"]["lora"] = lora;
-    }
-    if (args.options.count("metric")) request["metric"] = args.options.at("metric");
-  }
+  add_detailed_options(args, request);
   ordered_json response;
   if (!call(request, response)) return bad_input;
   print_warnings(response);
@@ -336,6 +341,8 @@ int estimate_command(const arguments& args) {
 int plan_command(const arguments& args) {
   ordered_json request;
   if (!training_request(args, request)) return bad_input;
+  add_detailed_options(args, request);
+  request.erase("metric");  // plans compare device footprints
   ordered_json response;
   if (!call(request, response)) return bad_input;
   print_warnings(response);

@@ -23,6 +23,18 @@ std::uint64_t allocator_segment_size(std::uint64_t bytes) {
   return round_up(size, allocator_round_large);
 }
 
+void caching_allocator::insert_free(int index) {
+  const block& b = blocks_[static_cast<std::size_t>(index)];
+  pool(b.small_pool).insert({b.size, index});
+  free_at_[{b.segment, b.offset}] = index;
+}
+
+void caching_allocator::erase_free(int index) {
+  const block& b = blocks_[static_cast<std::size_t>(index)];
+  pool(b.small_pool).erase({b.size, index});
+  free_at_.erase({b.segment, b.offset});
+}
+
 int caching_allocator::take(std::uint64_t size, bool small_pool) {
   // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block).
   free_set& free = pool(small_pool);
@@ -36,7 +48,7 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
     chosen = static_cast<int>(blocks_.size() - 1);
   } else {
     chosen = fit->second;
-    free.erase(fit);
+    erase_free(chosen);
     blocks_[static_cast<std::size_t>(chosen)].free = false;
   }
   // Split off the remainder when it is large enough to be useful (should_split).
@@ -46,7 +58,7 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
     used.size = size;
     const block rest{used.segment, used.offset + size, remaining, small_pool, true};
     blocks_.push_back(rest);
-    free.insert({remaining, static_cast<int>(blocks_.size() - 1)});
+    insert_free(static_cast<int>(blocks_.size() - 1));
   }
   const block& taken = blocks_[static_cast<std::size_t>(chosen)];
   allocated_ += taken.size;
@@ -61,26 +73,33 @@ int caching_allocator::allocate(std::uint64_t bytes) {
 
 void caching_allocator::free(int handle) {
   if (handle < 0 || static_cast<std::size_t>(handle) >= blocks_.size()) return;
-  block& b = blocks_[static_cast<std::size_t>(handle)];
-  if (b.free || b.size == 0) return;
-  b.free = true;
-  allocated_ -= b.size;
+  if (blocks_[static_cast<std::size_t>(handle)].free ||
+      blocks_[static_cast<std::size_t>(handle)].size == 0)
+    return;
+  allocated_ -= blocks_[static_cast<std::size_t>(handle)].size;
+  blocks_[static_cast<std::size_t>(handle)].free = true;
   // Merge with the free neighbours in its segment (free_block / try_merge_blocks).
-  free_set& free = pool(b.small_pool);
-  for (auto it = free.begin(); it != free.end();) {
-    block& other = blocks_[static_cast<std::size_t>(it->second)];
-    const bool before = other.segment == b.segment && other.offset + other.size == b.offset;
-    const bool after = other.segment == b.segment && b.offset + b.size == other.offset;
-    if (!before && !after) {
-      ++it;
-      continue;
-    }
-    if (before) b.offset = other.offset;
-    b.size += other.size;
-    other.size = 0;
-    it = free.erase(it);
+  block& b = blocks_[static_cast<std::size_t>(handle)];
+  auto after = free_at_.find({b.segment, b.offset + b.size});
+  if (after != free_at_.end()) {
+    const int other = after->second;
+    erase_free(other);
+    b.size += blocks_[static_cast<std::size_t>(other)].size;
+    blocks_[static_cast<std::size_t>(other)].size = 0;
   }
-  free.insert({b.size, handle});
+  auto before = free_at_.lower_bound({b.segment, b.offset});
+  if (before != free_at_.begin()) {
+    --before;
+    const block& prev = blocks_[static_cast<std::size_t>(before->second)];
+    if (before->first.first == b.segment && prev.offset + prev.size == b.offset) {
+      const int other = before->second;
+      erase_free(other);
+      b.offset = blocks_[static_cast<std::size_t>(other)].offset;
+      b.size += blocks_[static_cast<std::size_t>(other)].size;
+      blocks_[static_cast<std::size_t>(other)].size = 0;
+    }
+  }
+  insert_free(handle);
 }
 
 }  // namespace gpumem

@@ -84,7 +84,7 @@ ordered_json llmem_component_notes() {
 ordered_json plan_json(const plan_result& plan) {
   ordered_json candidates = ordered_json::array();
   for (const auto& c : plan.candidates) {
-    ordered_json entry = {{"method", method_name(c.parallel.method)},
+    ordered_json entry = {{"method", c.method},
                           {"tp", c.parallel.tp},
                           {"valid", c.valid},
                           {"fits", c.fits},
@@ -101,9 +101,12 @@ ordered_json plan_json(const plan_result& plan) {
   ordered_json choice = nullptr;
   if (plan.choice >= 0) {
     const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
-    choice = {{"method", method_name(c.parallel.method)}, {"tp", c.parallel.tp},
-              {"max_micro_batch", c.max_micro_batch},     {"peak_bytes", c.at_max.peak_bytes},
-              {"tokens_per_s", c.speed.tokens_per_s},     {"reason", plan.reason}};
+    choice = {{"method", c.method},
+              {"tp", c.parallel.tp},
+              {"max_micro_batch", c.max_micro_batch},
+              {"peak_bytes", c.at_max.peak_bytes},
+              {"tokens_per_s", c.speed.tokens_per_s},
+              {"reason", plan.reason}};
   }
   ordered_json offload = nullptr;
   if (plan.offload.needed) {

@@ -150,14 +150,9 @@ struct training_context {
   std::vector<std::string> warnings;
 };
 
-result<training_context> read_training(const json& request, bool detailed_allowed) {
+result<training_context> read_training(const json& request) {
   auto mode = read_mode(request);
   if (!mode.ok()) return mode.failure();
-  if (mode.value() != "llmem" && !detailed_allowed) {
-    return error{"mode.unavailable", "mode",
-                 "[mode] \"detailed\" plans are not available yet in this version; use \"llmem\" "
-                 "(LLMem's estimator for Colossal-AI Gemini fine-tuning)"};
-  }
   auto model = resolve_model(request);
   if (!model.ok()) return model.failure();
   auto counts = count_params(model.value().spec);
@@ -187,7 +182,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   }
   auto sharding = read_data_parallel(request, c.cluster.gpus);
   if (!sharding.ok()) return respond_error(sharding.failure());
-  auto workload = read_detailed_workload(request, c.model.spec, c.warnings);
+  auto workload = read_detailed_workload(request, c.model.spec, false, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
   workload.value().sharding = sharding.value();
   workload.value().dp_degree = c.cluster.gpus;
@@ -251,7 +246,7 @@ std::string estimate_command(const json& request) {
                              "workload", "options", "metric"})) {
     return respond_error(*e);
   }
-  auto context = read_training(request, true);
+  auto context = read_training(request);
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
   if (read_mode(request).value() == "detailed") return detailed_estimate(request, c);
@@ -298,25 +293,35 @@ std::string plan_command(const json& request) {
           {"api_version", "command", "mode", "model", "cluster", "workload", "options"})) {
     return respond_error(*e);
   }
-  auto context = read_training(request, false);
+  auto context = read_training(request);
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
-  auto workload = read_training_workload(request, c.model.spec, true, c.warnings);
-  if (!workload.ok()) return respond_error(workload.failure());
+  const bool detailed = read_mode(request).value() == "detailed";
   plan_options options;
-  options.seq_len = workload.value().seq_len;
   options.max_micro_batch = c.settings.max_micro_batch;
   options.speed = c.settings.speed;
-  auto plan = plan_llmem(c.model.spec, c.counts, c.cluster, options);
+  result<plan_result> plan = error{};
+  ordered_json workload_json;
+  if (detailed) {
+    auto workload = read_detailed_workload(request, c.model.spec, true, c.warnings);
+    if (!workload.ok()) return respond_error(workload.failure());
+    options.seq_len = workload.value().seq_len;
+    plan = plan_detailed(c.model.spec, c.counts, c.cluster, workload.value(), options);
+  } else {
+    auto workload = read_training_workload(request, c.model.spec, true, c.warnings);
+    if (!workload.ok()) return respond_error(workload.failure());
+    options.seq_len = workload.value().seq_len;
+    plan = plan_llmem(c.model.spec, c.counts, c.cluster, options);
+  }
   if (!plan.ok()) return respond_error(plan.failure());
   for (const auto& w : plan.value().warnings) c.warnings.push_back(w);
   ordered_json result = plan_json(plan.value());
-  result["mode"] = "llmem";
+  result["mode"] = detailed ? "detailed" : "llmem";
   result["metric"] = "device_used";
   result["model"] = model_identity(c);
   result["cluster"] = cluster_json(c.cluster);
   result["workload"] = {{"phase", "train"}, {"seq_len", options.seq_len}};
-  result["notes"] = llmem_component_notes();
+  if (!detailed) result["notes"] = llmem_component_notes();
   return respond("plan", std::move(result), ordered_json(c.warnings));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace gpumem {
 
@@ -13,9 +14,10 @@ std::string gib_text(std::uint64_t bytes) {
   return text;
 }
 
-std::string label(const parallel_config& p) {
-  std::string name = method_name(p.method);
-  if (p.method == parallel_method::dp_tp) name += " (tp " + std::to_string(p.tp) + ")";
+std::string label(const plan_candidate& c) {
+  std::string name = c.method;
+  if (c.parallel.method == parallel_method::dp_tp)
+    name += " (tp " + std::to_string(c.parallel.tp) + ")";
   return name;
 }
 
@@ -39,7 +41,7 @@ offload_advice advise_offload(const plan_candidate& base, const llmem_fixed& fix
                               const cluster_spec& cluster) {
   offload_advice advice;
   advice.needed = true;
-  advice.method = label(base.parallel);
+  advice.method = label(base);
   const std::uint64_t usable = usable_bytes(cluster);
   const std::uint64_t per_node =
       cluster.gpus_per_node > 0 ? std::min(cluster.gpus_per_node, cluster.gpus) : cluster.gpus;
@@ -77,6 +79,49 @@ offload_advice advise_offload(const plan_candidate& base, const llmem_fixed& fix
   return advice;
 }
 
+// Picks the fitting candidate with the most tokens/s and says why in one sentence; false when
+// none fits.
+bool choose_fastest(plan_result& plan) {
+  // Speeds within 1 % count as a tie (the step-time model is not finer than that), broken by
+  // the larger micro-batch, then by the order of the candidates (simpler methods first).
+  const auto better = [](const plan_candidate& a, const plan_candidate& b) {
+    if (a.speed.tokens_per_s > b.speed.tokens_per_s * 1.01) return true;
+    if (b.speed.tokens_per_s > a.speed.tokens_per_s * 1.01) return false;
+    return a.max_micro_batch > b.max_micro_batch;
+  };
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const auto& c = plan.candidates[i];
+    if (!c.fits) continue;
+    if (plan.choice < 0 || better(c, plan.candidates[static_cast<std::size_t>(plan.choice)])) {
+      plan.choice = static_cast<int>(i);
+    }
+  }
+  if (plan.choice < 0) return false;
+  const auto& best = plan.candidates[static_cast<std::size_t>(plan.choice)];
+  std::string runner_up;
+  double second = 0;
+  bool tied = false;
+  for (const auto& c : plan.candidates) {
+    if (&c == &best || !c.fits) continue;
+    tied |= c.speed.tokens_per_s * 1.01 >= best.speed.tokens_per_s;
+    if (c.speed.tokens_per_s <= second) continue;
+    second = c.speed.tokens_per_s;
+    runner_up = label(c);
+  }
+  std::string why;
+  if (runner_up.empty()) {
+    why = ", and the only one that fits.";
+  } else if (tied) {
+    why = "; no method that fits is faster, and this one fits the largest micro-batch.";
+  } else {
+    why = " against " + rate_text(second) + " for " + runner_up + ".";
+  }
+  plan.reason = label(best) + " is the fastest method that fits: micro-batch " +
+                std::to_string(best.max_micro_batch) + " per GPU at an estimated " +
+                rate_text(best.speed.tokens_per_s) + " tokens/s" + why;
+  return true;
+}
+
 }  // namespace
 
 std::vector<parallel_config> candidate_methods(std::uint64_t gpus) {
@@ -101,6 +146,7 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
     parallel.exact_dp_tp_fraction = options.exact_dp_tp_fraction;
     plan_candidate c;
     c.parallel = parallel;
+    c.method = method_name(parallel.method);
     auto fixed = llmem_fixed_terms(spec, model.value(), cluster, parallel, options.seq_len);
     if (!fixed.ok()) {
       c.valid = false;
@@ -121,31 +167,7 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
     fixed_terms.push_back(fixed.value());
   }
 
-  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
-    const auto& c = plan.candidates[i];
-    if (!c.fits) continue;
-    if (plan.choice < 0 ||
-        c.speed.tokens_per_s >
-            plan.candidates[static_cast<std::size_t>(plan.choice)].speed.tokens_per_s) {
-      plan.choice = static_cast<int>(i);
-    }
-  }
-  if (plan.choice >= 0) {
-    const auto& best = plan.candidates[static_cast<std::size_t>(plan.choice)];
-    std::string runner_up;
-    double second = 0;
-    for (const auto& c : plan.candidates) {
-      if (&c == &best || !c.fits || c.speed.tokens_per_s <= second) continue;
-      second = c.speed.tokens_per_s;
-      runner_up = label(c.parallel);
-    }
-    plan.reason = label(best.parallel) + " is the fastest method that fits: micro-batch " +
-                  std::to_string(best.max_micro_batch) + " per GPU at an estimated " +
-                  rate_text(best.speed.tokens_per_s) + " tokens/s" +
-                  (runner_up.empty() ? std::string(", and the only one that fits.")
-                                     : " against " + rate_text(second) + " for " + runner_up + ".");
-    return plan;
-  }
+  if (choose_fastest(plan)) return plan;
   // Nothing fits: advise offload for the method that shards the most (ADP, or the one GPU).
   const parallel_method base_method =
       cluster.gpus > 1 ? parallel_method::adp : parallel_method::single;
@@ -156,6 +178,101 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
     }
   }
   if (plan.reason.empty()) plan.reason = "No method can run this model on these GPUs.";
+  return plan;
+}
+
+result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
+                                  const cluster_spec& cluster, const training_config& workload,
+                                  const plan_options& options) {
+  struct method {
+    const char* name;
+    data_parallel sharding;
+    parallel_method timing;  // the step-time model's communication pattern
+  };
+  static const method multi[] = {
+      {"ddp", data_parallel::ddp, parallel_method::cdp},
+      {"zero1", data_parallel::zero1, parallel_method::cdp},
+      {"zero2", data_parallel::zero2, parallel_method::cdp},
+      {"zero3", data_parallel::zero3, parallel_method::adp},
+      {"fsdp_full_shard", data_parallel::fsdp_full_shard, parallel_method::adp},
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp}};
+  static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
+  const method* begin = cluster.gpus > 1 ? multi : one;
+  const method* end = cluster.gpus > 1 ? multi + 6 : one + 1;
+  const std::uint64_t usable = usable_bytes(cluster);
+  const std::uint64_t runtime = cluster.cuda_context_bytes + cuda_libraries_bytes();
+  step_time_options speed = options.speed;
+  speed.recompute = workload.grad_ckpt;
+  speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
+               workload.compute == compute_precision::pure_bf16;
+  speed.causal_kernel = workload.attention == attention_kernel::sdpa;
+  speed.weight_gradients = workload.finetune == finetune_kind::full;
+
+  plan_result plan;
+  for (const method* m = begin; m != end; ++m) {
+    plan_candidate c;
+    c.method = m->name;
+    c.parallel = {m->timing, 1, false};
+    training_config config = workload;
+    config.sharding = m->sharding;
+    config.dp_degree = cluster.gpus;
+    // The device footprint at a batch, or an error for a model the estimator does not cover.
+    std::optional<error> failure;
+    auto device_used = [&](std::uint64_t batch, training_estimate* keep) -> std::uint64_t {
+      config.micro_batch = batch;
+      auto e = estimate_training_step(spec, config, cluster.gpu);
+      if (!e.ok()) {
+        failure = e.failure();
+        return ~0ULL;
+      }
+      if (keep != nullptr) *keep = e.value();
+      return e.value().peak_reserved + runtime;
+    };
+    const auto fits = [&](std::uint64_t b) { return device_used(b, nullptr) <= usable; };
+    std::uint64_t good = 0;
+    if (fits(1)) {
+      good = 1;
+      std::uint64_t bad = 2;
+      while (bad <= options.max_micro_batch && fits(bad)) {
+        good = bad;
+        bad *= 2;
+      }
+      bad = std::min(bad, options.max_micro_batch + 1);
+      while (bad - good > 1) {
+        const std::uint64_t mid = good + (bad - good) / 2;
+        (fits(mid) ? good : bad) = mid;
+      }
+    }
+    if (failure) return *failure;
+    c.max_micro_batch = good;
+    c.fits = good > 0;
+    const std::uint64_t batch = c.fits ? good : 1;
+    training_estimate at;
+    c.at_max.last_rank = cluster.gpus - 1;
+    c.at_max.peak_bytes = device_used(batch, &at);
+    c.at_max.fits = c.fits;
+    for (std::size_t i = 0; i < memory_category_count; ++i) {
+      if (at.peak.by_category[i] > 0) {
+        c.at_max.components.push_back(
+            {category_name(static_cast<memory_category>(i)), at.peak.by_category[i]});
+      }
+    }
+    c.at_max.components.push_back({"allocator_cache", at.peak_reserved - at.peak.allocated});
+    c.at_max.components.push_back({"cuda_context", cluster.cuda_context_bytes});
+    c.at_max.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
+    c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, speed);
+    plan.candidates.push_back(c);
+  }
+  if (!choose_fastest(plan)) {
+    const auto& smallest = *std::min_element(plan.candidates.begin(), plan.candidates.end(),
+                                             [](const plan_candidate& a, const plan_candidate& b) {
+                                               return a.at_max.peak_bytes < b.at_max.peak_bytes;
+                                             });
+    plan.reason = "Nothing fits at micro-batch 1: the leanest method, " + smallest.method +
+                  ", needs " + gib_text(smallest.at_max.peak_bytes) + " per GPU of " +
+                  gib_text(usable) +
+                  ". Use more GPUs, LoRA/QLoRA, gradient checkpointing, or CPU offload.";
+  }
   return plan;
 }
 

@@ -265,7 +265,7 @@ result<std::string> read_metric(const json& request) {
 }
 
 result<training_config> read_detailed_workload(const json& request, const model_spec& model,
-                                               std::vector<std::string>& warnings) {
+                                               bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
   if (auto e = unknown_keys(workload, "workload",
@@ -295,7 +295,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
       choice("optimizer", phase && *phase == "forward_backward" ? "none" : "adamw",
              {"adamw", "adam", "adafactor", "sgd", "sgd_momentum", "none"});
   const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
-  out.micro_batch = in.required({"micro_batch"}, 1ULL << 20);
+  out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, 512, max_positions);
   out.grad_ckpt = in.flag("grad_ckpt", false);
   if (auto problem = in.problem("required for an estimate")) return *problem;

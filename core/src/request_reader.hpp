@@ -47,8 +47,9 @@ result<training_workload> read_training_workload(const nlohmann::json& request,
 // "finetune": "full" | "lora", "lora": {"r", "targets"}, "weights": "fp32" | "bf16" | "fp16",
 // "compute", "optimizer": "adamw" | "adam" | "sgd" | "sgd_momentum" | "none", "micro_batch",
 // "seq_len", "grad_ckpt", "attention": "eager" | "sdpa" | "flash"}.
+// `micro_batch` is required unless `for_plan`.
 result<training_config> read_detailed_workload(const nlohmann::json& request,
-                                               const model_spec& model,
+                                               const model_spec& model, bool for_plan,
                                                std::vector<std::string>& warnings);
 
 // Detailed mode's `parallel.method`: single, ddp, zero1, zero2, zero3, fsdp_full_shard,

@@ -71,7 +71,9 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   if (method == parallel_method::dp_tp) dp = n / t;
 
   const double forward = forward_flops_per_token(spec, counts, seq_len, options.causal_kernel);
-  const double passes = 3.0 + (options.recompute ? 1.0 : 0.0);  // forward, backward = 2 forwards
+  // Forward, backward (input and weight gradients: 2 forwards' worth), recomputation.
+  const double passes =
+      1.0 + (options.weight_gradients ? 2.0 : 1.0) + (options.recompute ? 1.0 : 0.0);
   out.flops_per_token = passes * forward;
   const double tokens = static_cast<double>(micro_batch * seq_len);  // per data-parallel rank
   double peak = options.bf16 ? cluster.gpu.bf16_dense_flops : cluster.gpu.fp16_dense_flops;
@@ -101,7 +103,8 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   double hidden_dp = 0;
   if (method == parallel_method::cdp) {
     // DDP buckets all-reduce gradients while backward continues (Li et al. 2020, PyTorch DDP).
-    hidden_dp = std::min(dp_s, out.compute_s * 2.0 / passes);
+    hidden_dp =
+        std::min(dp_s, out.compute_s * (passes - 1.0 - (options.recompute ? 1.0 : 0.0)) / passes);
   } else {
     hidden_dp = std::min(dp_s, out.compute_s);  // prefetched gathers overlap compute
   }

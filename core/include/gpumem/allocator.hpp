@@ -12,6 +12,7 @@
 // obtained with cudaMalloc (torch.cuda.memory_reserved).
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -65,6 +66,9 @@ class caching_allocator {
   std::vector<block> blocks_;
   free_set free_small_;  // free blocks by size, for best fit
   free_set free_large_;
+  std::map<std::pair<int, std::uint64_t>, int> free_at_;  // free blocks by (segment, offset)
+  void insert_free(int index);
+  void erase_free(int index);
   std::uint64_t allocated_ = 0;
   std::uint64_t reserved_ = 0;
   std::uint64_t peak_allocated_ = 0;

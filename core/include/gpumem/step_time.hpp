@@ -27,7 +27,10 @@ inline constexpr double default_mfu = 0.45;
 struct step_time_options {
   double mfu = default_mfu;
   bool recompute = true;  // gradient checkpointing (LLMem: always on)
-  bool bf16 = false;      // bf16 tensor-core peak instead of fp16
+  // Backward computes weight gradients as well as input gradients (a second forward's worth);
+  // frozen weights (LoRA, QLoRA) need only the input gradients.
+  bool weight_gradients = true;
+  bool bf16 = false;  // bf16 tensor-core peak instead of fp16
   // Fused causal attention (FlashAttention, SDPA) skips the masked half of the score matrix
   // (Dao et al. 2022, FlashAttention); eager attention computes all of it.
   bool causal_kernel = false;
