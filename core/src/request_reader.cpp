@@ -107,6 +107,21 @@ result<gpu_spec> read_gpu(const json& cluster) {
   return spec;
 }
 
+// Learned absolute positions stop at max_position_embeddings; rotary models only degrade.
+std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_len,
+                                   std::vector<std::string>& warnings) {
+  if (model.max_positions == 0 || seq_len <= model.max_positions) return std::nullopt;
+  bool learned_positions = false;
+  for (const auto& t : model.tensors)
+    learned_positions |= t.role == tensor_role::position_embedding;
+  const std::string text = "[workload.seq_len] " + std::to_string(seq_len) +
+                           " exceeds the model's " + std::to_string(model.max_positions) +
+                           " positions";
+  if (learned_positions) return error{"request.invalid_value", "workload.seq_len", text};
+  warnings.push_back(text + "; the estimate assumes the model runs at that length");
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<error> unknown_keys(const json& object, const std::string& where,
@@ -207,17 +222,7 @@ result<training_workload> read_training_workload(const json& request, const mode
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, 512, max_positions);
   if (auto problem = in.problem("required for an estimate")) return *problem;
-  // Learned absolute positions stop at max_position_embeddings; rotary models only degrade.
-  bool learned_positions = false;
-  for (const auto& t : model.tensors)
-    learned_positions |= t.role == tensor_role::position_embedding;
-  if (model.max_positions > 0 && out.seq_len > model.max_positions) {
-    const std::string text = "[workload.seq_len] " + std::to_string(out.seq_len) +
-                             " exceeds the model's " + std::to_string(model.max_positions) +
-                             " positions";
-    if (learned_positions) return error{"request.invalid_value", "workload.seq_len", text};
-    warnings.push_back(text + "; the estimate assumes the model runs at that length");
-  }
+  if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
   return out;
 }
 
@@ -225,25 +230,17 @@ result<data_parallel> read_data_parallel(const json& request, std::uint64_t gpus
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
   if (auto e = unknown_keys(parallel, "parallel", {"method"})) return *e;
-  static const std::pair<const char*, data_parallel> methods[] = {
-      {"single", data_parallel::none},
-      {"ddp", data_parallel::ddp},
-      {"zero1", data_parallel::zero1},
-      {"zero2", data_parallel::zero2},
-      {"zero3", data_parallel::zero3},
-      {"fsdp_full_shard", data_parallel::fsdp_full_shard},
-      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
   const json method = parallel.value("method", json("single"));
-  for (const auto& [name, value] : methods) {
-    if (method == name) {
-      if ((value == data_parallel::none) != (gpus == 1)) {
-        return error{"parallel.invalid_method", "parallel.method",
-                     "[parallel.method] " + std::string(name) +
-                         (gpus == 1 ? " needs at least 2 GPUs" : " runs on one GPU") +
-                         " (cluster.gpus is " + std::to_string(gpus) + ")"};
-      }
-      return value;
+  const auto value =
+      method.is_string() ? data_parallel_named(method.get<std::string>()) : std::nullopt;
+  if (value) {
+    if ((*value == data_parallel::none) != (gpus == 1)) {
+      return error{"parallel.invalid_method", "parallel.method",
+                   "[parallel.method] " + method.get<std::string>() +
+                       (gpus == 1 ? " needs at least 2 GPUs" : " runs on one GPU") +
+                       " (cluster.gpus is " + std::to_string(gpus) + ")"};
     }
+    return *value;
   }
   return error{"mode.unavailable", "parallel.method",
                "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
@@ -325,23 +322,17 @@ result<training_config> read_detailed_workload(const json& request, const model_
     if (out.lora_targets.empty()) out.lora_targets = {"q_proj", "v_proj"};  // PEFT's Llama default
     if (auto problem = lora_in.problem("")) return *problem;
     const std::string weights = in.text("weights", "bf16");
-    if (weights != "fp32" && weights != "bf16" && weights != "fp16") {
-      return error{
-          "request.invalid_value", "workload.weights",
-          "[workload.weights] must be fp32, bf16 or fp16 (quantised bases are not modelled yet)"};
+    if (weights == "nf4" || weights == "fp4" || weights == "nf4_double_quant") {
+      // QLoRA: bitsandbytes 4-bit block linears, the rest 16-bit.
+      out.quantization = weights == "nf4_double_quant" ? base_quantization::nf4_double_quant
+                                                       : base_quantization::nf4;
+    } else if (weights != "fp32" && weights != "bf16" && weights != "fp16") {
+      return error{"request.invalid_value", "workload.weights",
+                   "[workload.weights] must be fp32, bf16, fp16, nf4, fp4 or nf4_double_quant"};
     }
     out.base_weight_bytes = weights == "fp32" ? 4 : 2;
   }
-  bool learned_positions = false;
-  for (const auto& t : model.tensors)
-    learned_positions |= t.role == tensor_role::position_embedding;
-  if (model.max_positions > 0 && out.seq_len > model.max_positions) {
-    const std::string text = "[workload.seq_len] " + std::to_string(out.seq_len) +
-                             " exceeds the model's " + std::to_string(model.max_positions) +
-                             " positions";
-    if (learned_positions) return error{"request.invalid_value", "workload.seq_len", text};
-    warnings.push_back(text + "; the estimate assumes the model runs at that length");
-  }
+  if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
   return out;
 }
 

@@ -265,6 +265,21 @@ bool supported(const model_spec& spec) {
 
 }  // namespace
 
+std::optional<data_parallel> data_parallel_named(const std::string& name) {
+  static const std::pair<const char*, data_parallel> methods[] = {
+      {"single", data_parallel::none},
+      {"ddp", data_parallel::ddp},
+      {"zero1", data_parallel::zero1},
+      {"zero2", data_parallel::zero2},
+      {"zero3", data_parallel::zero3},
+      {"fsdp_full_shard", data_parallel::fsdp_full_shard},
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
+  for (const auto& [method, value] : methods) {
+    if (name == method) return value;
+  }
+  return std::nullopt;
+}
+
 std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quantization) {
   const std::uint64_t codes = (numel + 1) / 2;
   const std::uint64_t blocks = (numel + 63) / 64;

@@ -232,25 +232,13 @@ std::string training_config_for(const json& p, training_config& config) {
   if (degree("tp") > 1 || degree("pp") > 1 || degree("cp") > 1) {
     return "tensor, pipeline and context parallelism are not modelled yet in detailed mode";
   }
-  static const std::pair<const char*, data_parallel> methods[] = {
-      {"single", data_parallel::none},
-      {"ddp", data_parallel::ddp},
-      {"fsdp_no_shard", data_parallel::ddp},
-      {"zero1", data_parallel::zero1},
-      {"zero2", data_parallel::zero2},
-      {"zero3", data_parallel::zero3},
-      {"gemini", data_parallel::zero3},
-      {"fsdp_full_shard", data_parallel::fsdp_full_shard},
-      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
-  const std::string method = parallel.value("method", "");
-  bool known_method = false;
-  for (const auto& [name, value] : methods) {
-    if (method == name) {
-      config.sharding = value;
-      known_method = true;
-    }
-  }
-  if (!known_method) return "method " + method + " is not modelled yet in detailed mode";
+  // FSDP NO_SHARD is DDP-like, Colossal-AI Gemini ZeRO-3-like.
+  std::string method = parallel.value("method", "");
+  if (method == "fsdp_no_shard") method = "ddp";
+  if (method == "gemini") method = "zero3";
+  const auto sharding = data_parallel_named(method);
+  if (!sharding) return "method " + method + " is not modelled yet in detailed mode";
+  config.sharding = *sharding;
   config.dp_degree = std::max<std::uint64_t>(degree("dp"), 1);
   const std::string framework = text_or(w, "framework", "");
   if (config.sharding == data_parallel::zero2) {

@@ -4,6 +4,7 @@
 // (memory_timeline). See docs/methodology.md for every term and its source.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,10 @@ enum class base_quantization { none, nf4, nf4_double_quant };
 // one block gathered at a time plus the next prefetched) and SHARD_GRAD_OP (parameters stay
 // gathered from forward to backward).
 enum class data_parallel { none, ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op };
+
+// The method's name in requests (single, ddp, zero1, zero2, zero3, fsdp_full_shard,
+// fsdp_shard_grad_op), if it is one.
+std::optional<data_parallel> data_parallel_named(const std::string& name);
 
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
