@@ -89,5 +89,9 @@ test('estimate and plan in LLMem mode through the facade', () => {
   const plan = gpumem.plan({ mode: 'llmem', model: 'facebook/opt-1.3b', cluster: { gpu: 'v100-sxm2-16gb', gpus: 4 } });
   assert.deepEqual(plan.candidates.map((c) => `${c.method}${c.tp}`), ['cdp1', 'adp1', 'tp4', 'dp_tp2']);
   assert.ok(plan.choice.tokens_per_s > 0);
-  assert.throws(() => gpumem.plan({ model: 'gpt2', cluster: { gpu: 't4' } }), (e) => e.code === 'mode.unavailable');
+  const detailed = gpumem.plan({ model: 'gpt2', cluster: { gpu: 't4', gpus: 2 } });
+  assert.equal(detailed.mode, 'detailed');
+  assert.ok(detailed.choice.max_micro_batch > 0);
+  assert.throws(() => gpumem.plan({ mode: 'guess', model: 'gpt2', cluster: { gpu: 't4' } }),
+    (e) => e.code === 'request.invalid_value' && e.field === 'mode');
 });
