@@ -23,6 +23,13 @@ const std::string plan_request =
 const std::string params_request =
     R"({"api_version":1,"command":"params","model":"meta-llama/Llama-3.1-8B"})";
 
+const std::string detailed_request =
+    R"({"api_version":1,"command":"estimate","model":"meta-llama/Llama-3.1-8B",)"
+    R"("cluster":{"gpu":"h100-sxm"},"workload":{"micro_batch":4,"seq_len":1024,"finetune":"lora"}})";
+const std::string detailed_plan_request =
+    R"({"api_version":1,"command":"plan","model":"meta-llama/Llama-3.1-8B",)"
+    R"("cluster":{"gpu":"a100-sxm4-80gb","gpus":8},"workload":{"seq_len":2048,"grad_ckpt":true}})";
+
 void run(benchmark::State& state, const std::string& request) {
   for (auto _ : state) benchmark::DoNotOptimize(gpumem::handle_request(request));
 }
@@ -30,6 +37,8 @@ void run(benchmark::State& state, const std::string& request) {
 void estimate(benchmark::State& state) { run(state, estimate_request); }
 void plan(benchmark::State& state) { run(state, plan_request); }
 void params(benchmark::State& state) { run(state, params_request); }
+void detailed_estimate(benchmark::State& state) { run(state, detailed_request); }
+void detailed_plan(benchmark::State& state) { run(state, detailed_plan_request); }
 
 // The estimate itself once the model is read and prepared (what the planner's batch search
 // repeats): OPT-6.7b, ADP on 4 V100-16GB, micro-batch 4, sequence 512.
@@ -51,6 +60,8 @@ BENCHMARK(estimate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(core_estimate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(plan)->Unit(benchmark::kMicrosecond);
 BENCHMARK(params)->Unit(benchmark::kMicrosecond);
+BENCHMARK(detailed_estimate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(detailed_plan)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

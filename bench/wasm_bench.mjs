@@ -28,3 +28,9 @@ function time(label, run, minMs = 1000) {
 time('estimate (llmem, OPT-6.7b, adp, 4 GPUs)', () => gpumem.estimate(estimate));
 time('plan (llmem, OPT-6.7b, 4 GPUs, seq 512)', () => gpumem.plan(plan));
 time('params (Llama-3.1-8B preset)', () => gpumem.params('meta-llama/Llama-3.1-8B'));
+const detailed = { model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'h100-sxm', gpus: 1 },
+  workload: { micro_batch: 4, seq_len: 1024, finetune: 'lora' } };
+time('estimate (detailed, Llama-3.1-8B LoRA, 1 GPU)', () => gpumem.estimate(detailed));
+time('plan (detailed, Llama-3.1-8B, 8 GPUs)', () => gpumem.plan({
+  model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'a100-sxm4-80gb', gpus: 8 },
+  workload: { seq_len: 2048, grad_ckpt: true } }), 3000);
