@@ -267,7 +267,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   const json& workload = member(request, "workload");
   if (auto e = unknown_keys(workload, "workload",
                             {"phase", "finetune", "lora", "weights", "compute", "optimizer",
-                             "micro_batch", "seq_len", "grad_ckpt", "attention"})) {
+                             "micro_batch", "seq_len", "grad_ckpt", "attention", "framework"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -292,6 +292,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
       choice("optimizer", phase && *phase == "forward_backward" ? "none" : "adamw",
              {"adamw", "adam", "adafactor", "sgd", "sgd_momentum", "none"});
   const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
+  const auto framework =
+      choice("framework", "transformers", {"transformers", "litgpt", "torchtune"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, 512, max_positions);
   out.grad_ckpt = in.flag("grad_ckpt", false);
@@ -313,6 +315,9 @@ result<training_config> read_detailed_workload(const json& request, const model_
                   : *optimizer == "none"         ? optimizer_kind::none
                                                  : optimizer_kind::adamw;
   out.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
+  out.framework = *framework == "litgpt"      ? framework_profile::litgpt
+                  : *framework == "torchtune" ? framework_profile::torchtune
+                                              : framework_profile::transformers;
   if (out.finetune == finetune_kind::lora) {
     const json& lora = member(workload, "lora");
     if (auto e = unknown_keys(lora, "workload.lora", {"r", "alpha", "targets"})) return *e;

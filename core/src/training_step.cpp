@@ -106,6 +106,11 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t in_fea
       shared_saved = true;
     }
     m.saved.push_back(ctx.tokens * ctx.config.lora_rank * ctx.c);
+    if (ctx.config.framework == framework_profile::litgpt) {
+      // litgpt's finetune/lora.py defaults lora_dropout to 0.05: the dropped-out copy and its
+      // mask are kept for lora_A.
+      m.saved.push_back(elems * ctx.c + elems);
+    }
   }
 }
 
@@ -129,7 +134,10 @@ void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
       m.saved.push_back(4 * t * width);
     }
     m.saved.push_back(4 * t);
-    if (ctx.full) m.saved.push_back(input_bytes * t * width);
+    // litgpt's RMSNorm multiplies by the weight in fp32, so a trainable weight keeps the fp32
+    // normalised input (litgpt/model.py RMSNorm); transformers and torchtune cast first.
+    const bool fp32_normed = ctx.config.framework == framework_profile::litgpt;
+    if (ctx.full) m.saved.push_back((fp32_normed ? 4 : input_bytes) * t * width);
   } else {
     input_saved = true;
     m.saved.push_back(8 * t);
@@ -206,7 +214,11 @@ block_memory block(const step_context& ctx, int layer_index) {
   const std::uint64_t scores =
       ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len * ctx.config.seq_len;
   const bool math_sdpa = !eager && c == 4 && kv < q;
-  m.saved.push_back(c * t * (q + 2 * kv));
+  // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
+  // before SDPA; transformers passes enable_gqa (litgpt/model.py CausalSelfAttention,
+  // torchtune/modules/attention.py MultiHeadAttention).
+  const bool expanded_kv = ctx.config.framework != framework_profile::transformers && kv < q;
+  m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
   if (math_sdpa) {
     // q and the repeated k scaled by sqrt(scale), the repeated v, the softmax output.
     m.saved.push_back(3 * c * t * q);
@@ -244,7 +256,11 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (spec.gated_mlp) {
     m.saved.push_back(3 * c * t * i);  // gate (SiLU's input), its output, up (the product's inputs)
   } else {
-    m.saved.push_back(activation_bytes(spec.activation, c, ctx.amp) * t * i);
+    // litgpt runs its GELUs as one fused F.gelu (tanh or exact), keeping only the input.
+    m.saved.push_back((ctx.config.framework == framework_profile::litgpt
+                           ? c
+                           : activation_bytes(spec.activation, c, ctx.amp)) *
+                      t * i);
   }
   bool down_shared = false;
   feed(linear_role::mlp_out, c, down_shared);
@@ -469,13 +485,32 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
       head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
     }
-    const int logits =
-        tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * t_tokens * v, cat::logits_and_loss);
-    const int upcast =
-        ctx.c == 4 || spec.logits_fp32 ? -1 : tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
-    const int log_softmax = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
-    tl.free(upcast);
-    tl.free(logits);
+    const std::uint64_t tv = t_tokens * v;
+    int log_softmax = -1;
+    int kept_logits = -1;  // logits the framework keeps referenced into the backward
+    if (config.framework == framework_profile::litgpt) {
+      // litgpt projects in 128-token chunks and Fabric casts the outputs to fp32
+      // (_FabricModule.forward convert_output); fit() holds them through backward, and
+      // chunked_cross_entropy keeps each chunk's fp32 log-softmax.
+      kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
+      log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+    } else if (config.framework == framework_profile::torchtune) {
+      // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
+      // cross-entropy (CEWithChunkedOutputLoss), logits deleted before backward.
+      const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
+      log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+      const int upcast = tl.allocate(4 * tv / 8, cat::logits_and_loss);
+      tl.free(upcast);
+      tl.free(chunks);
+    } else {
+      // transformers: the logits, their fp32 upcast (ForCausalLMLoss), log-softmax's output.
+      const int logits = tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * tv, cat::logits_and_loss);
+      const int upcast =
+          ctx.c == 4 || spec.logits_fp32 ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
+      log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+      tl.free(upcast);
+      tl.free(logits);
+    }
     tl.free(residual);
     if (config.grad_ckpt) {
       for (int id : copies) tl.free(id);  // autocast's cache is cleared when it exits
@@ -521,6 +556,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       tl.free(log_softmax);
       const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * t_tokens * v, cat::logits_and_loss);
       tl.free(grad_logits);
+      tl.free(kept_logits);
       grads_for(-1);  // LM head and embeddings (outside the blocks)
       tl.free(grad_c);
       for (int id : head) tl.free(id);
@@ -592,7 +628,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         for (int id : temps) tl.free(id);
       }
     }
-    if (config.optimizer == optimizer_kind::adamw) {
+    if (config.optimizer == optimizer_kind::adamw &&
+        config.framework != framework_profile::torchtune) {
+      // (torchtune's recipes use fused AdamW, which has no such list.)
       // The foreach implementation (default on CUDA) materialises sqrt(exp_avg_sq) for every
       // parameter at once (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
       std::vector<int> temps;

@@ -241,6 +241,8 @@ std::string training_config_for(const json& p, training_config& config) {
   config.sharding = *sharding;
   config.dp_degree = std::max<std::uint64_t>(degree("dp"), 1);
   const std::string framework = text_or(w, "framework", "");
+  if (framework == "litgpt") config.framework = framework_profile::litgpt;
+  if (framework == "torchtune") config.framework = framework_profile::torchtune;
   if (config.sharding == data_parallel::zero2) {
     // Reduce buckets: DeepSpeed's default reduce_bucket_size (5e8 elements); Colossal-AI's
     // LowLevelZeroPlugin reduce_bucket_size_in_m (12 Mi).

@@ -37,6 +37,10 @@ enum class data_parallel { none, ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp
 // fsdp_shard_grad_op), if it is one.
 std::optional<data_parallel> data_parallel_named(const std::string& name);
 
+// Whose training code runs the step, where it differs in what it keeps (docs/methodology.md):
+// transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
+enum class framework_profile { transformers, litgpt, torchtune };
+
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
   std::uint64_t lora_rank = 8;
@@ -54,6 +58,7 @@ struct training_config {
   // Full fine-tuning: the stored parameter dtype (0: fp32, or 16-bit for pure precision). A
   // 16-bit model under AMP (DeepSpeed, Colossal-AI, Megatron) gets fp32 master weights.
   std::uint64_t full_weight_bytes = 0;
+  framework_profile framework = framework_profile::transformers;
   data_parallel sharding = data_parallel::none;
   std::uint64_t dp_degree = 1;
   // ZeRO-1/2's gradient reduce bucket in elements (DeepSpeed reduce_bucket_size default 5e8;
