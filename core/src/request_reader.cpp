@@ -242,11 +242,12 @@ result<data_parallel> read_data_parallel(const json& request, std::uint64_t gpus
     }
     return *value;
   }
-  return error{"mode.unavailable", "parallel.method",
-               "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
-               "fsdp_full_shard or fsdp_shard_grad_op (tensor and pipeline parallelism: mode "
-               "\"llmem\"); got " +
-                   method.dump()};
+  return error{
+      "mode.unavailable", "parallel.method",
+      "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
+      "gemini, fsdp_full_shard or fsdp_shard_grad_op (tensor and pipeline parallelism: mode "
+      "\"llmem\"); got " +
+          method.dump()};
 }
 
 result<std::string> read_metric(const json& request) {

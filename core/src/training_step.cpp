@@ -288,6 +288,7 @@ std::optional<data_parallel> data_parallel_named(const std::string& name) {
       {"zero1", data_parallel::zero1},
       {"zero2", data_parallel::zero2},
       {"zero3", data_parallel::zero3},
+      {"gemini", data_parallel::gemini},
       {"fsdp_full_shard", data_parallel::fsdp_full_shard},
       {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
   for (const auto& [method, value] : methods) {
@@ -341,7 +342,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // Data parallelism: which states each rank keeps a 1/n share of.
   const auto dp = config.sharding;
   const std::uint64_t n = std::max<std::uint64_t>(config.dp_degree, 1);
-  const bool params_sharded = dp == data_parallel::zero3 || dp == data_parallel::fsdp_full_shard ||
+  const bool params_sharded = dp == data_parallel::zero3 || dp == data_parallel::gemini ||
+                              dp == data_parallel::fsdp_full_shard ||
                               dp == data_parallel::fsdp_shard_grad_op;
   const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
   const bool states_sharded = grads_sharded || dp == data_parallel::zero1;
@@ -532,12 +534,16 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       }
       // The block's full gradients exist until they are reduce-scattered into this rank's
       // shard (FSDP, ZeRO-2/3); the shard stays.
+      // Gemini writes the reduced shard into the parameters' own fp16 chunk slots
+      // (ZeroDDP grad_handle: copy_tensor_to_chunk_slice), so nothing stays.
       std::vector<int> full;
       for (const auto& p : params) {
         if (p.layer != layer) continue;
         full.push_back(
             tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
-        grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
+        if (dp != data_parallel::gemini) {
+          grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
+        }
       }
       for (int id : full) tl.free(id);
     };
@@ -586,7 +592,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // Mixed-precision optimizers with master weights step on fp32 gradients: the (shard of the)
     // 16-bit gradients is converted first (DeepSpeed single_partition_of_fp32_groups grads).
     std::vector<int> fp32_grads;
-    if (master) {
+    if (master && dp != data_parallel::gemini) {  // HybridAdam reads the fp16 slots directly
       for (const auto& p : params) {
         fp32_grads.push_back(
             tl.allocate(share(4 * p.numel, states_sharded), cat::optimizer_temporaries));

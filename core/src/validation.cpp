@@ -232,10 +232,9 @@ std::string training_config_for(const json& p, training_config& config) {
   if (degree("tp") > 1 || degree("pp") > 1 || degree("cp") > 1) {
     return "tensor, pipeline and context parallelism are not modelled yet in detailed mode";
   }
-  // FSDP NO_SHARD is DDP-like, Colossal-AI Gemini ZeRO-3-like.
+  // FSDP NO_SHARD is DDP-like.
   std::string method = parallel.value("method", "");
   if (method == "fsdp_no_shard") method = "ddp";
-  if (method == "gemini") method = "zero3";
   const auto sharding = data_parallel_named(method);
   if (!sharding) return "method " + method + " is not modelled yet in detailed mode";
   config.sharding = *sharding;

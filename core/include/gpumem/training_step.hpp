@@ -31,7 +31,18 @@ enum class base_quantization { none, nf4, nf4_double_quant };
 // master weights sharded), 2 (and gradients), 3 (and parameters); FSDP FULL_SHARD (ZeRO-3-like,
 // one block gathered at a time plus the next prefetched) and SHARD_GRAD_OP (parameters stay
 // gathered from forward to backward).
-enum class data_parallel { none, ddp, zero1, zero2, zero3, fsdp_full_shard, fsdp_shard_grad_op };
+// Colossal-AI Gemini is ZeRO-3 in chunks whose fp16 slots also hold the gradients, stepped by
+// HybridAdam on those fp16 gradients.
+enum class data_parallel {
+  none,
+  ddp,
+  zero1,
+  zero2,
+  zero3,
+  gemini,
+  fsdp_full_shard,
+  fsdp_shard_grad_op
+};
 
 // The method's name in requests (single, ddp, zero1, zero2, zero3, fsdp_full_shard,
 // fsdp_shard_grad_op), if it is one.
