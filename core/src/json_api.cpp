@@ -194,7 +194,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   const std::uint64_t allocated = e.peak.allocated;
   const std::uint64_t reserved = e.peak_reserved;
   const std::uint64_t runtime = c.cluster.cuda_context_bytes + cuda_libraries_bytes();
-  const std::uint64_t device_used = reserved + runtime;
+  const std::uint64_t device_used = reserved + runtime + e.unmanaged_bytes;
   rank_estimate rank;
   for (std::size_t i = 0; i < memory_category_count; ++i) {
     const std::uint64_t bytes = e.peak.by_category[i];
@@ -204,6 +204,8 @@ std::string detailed_estimate(const json& request, training_context& c) {
   if (metric.value() != "allocated")
     rank.components.push_back({"allocator_cache", reserved - allocated});
   if (metric.value() == "device_used") {
+    if (e.unmanaged_bytes > 0)
+      rank.components.push_back({"paged_optimizer_states", e.unmanaged_bytes});
     rank.components.push_back({"cuda_context", c.cluster.cuda_context_bytes});
     rank.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
   }

@@ -226,7 +226,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
         return ~0ULL;
       }
       if (keep != nullptr) *keep = e.value();
-      return e.value().peak_reserved + runtime;
+      return e.value().peak_reserved + e.value().unmanaged_bytes + runtime;
     };
     const auto fits = [&](std::uint64_t b) { return device_used(b, nullptr) <= usable; };
     std::uint64_t good = 0;

@@ -291,7 +291,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
       choice("compute", "amp_bf16", {"fp32", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
   const auto optimizer =
       choice("optimizer", phase && *phase == "forward_backward" ? "none" : "adamw",
-             {"adamw", "adam", "adafactor", "sgd", "sgd_momentum", "none"});
+             {"adamw", "adam", "adamw_8bit", "adafactor", "sgd", "sgd_momentum", "none"});
   const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
   const auto framework =
       choice("framework", "transformers", {"transformers", "litgpt", "torchtune"});
@@ -310,7 +310,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
   for (const auto& [name, value] : computes) {
     if (*compute == name) out.compute = value;
   }
-  out.optimizer = *optimizer == "adafactor"      ? optimizer_kind::adafactor
+  out.optimizer = *optimizer == "adamw_8bit"     ? optimizer_kind::adamw_8bit
+                  : *optimizer == "adafactor"    ? optimizer_kind::adafactor
                   : *optimizer == "sgd"          ? optimizer_kind::sgd
                   : *optimizer == "sgd_momentum" ? optimizer_kind::sgd_momentum
                   : *optimizer == "none"         ? optimizer_kind::none

@@ -429,6 +429,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const std::uint64_t v = spec.vocab_size;
   const std::uint64_t e = spec.embedding_dim;
 
+  // torchtune's single-device full fine-tuning recipes step each parameter inside backward
+  // (optimizer_in_bwd: its gradient is freed right after) with a paged bitsandbytes optimizer,
+  // whose states live in CUDA unified memory outside PyTorch's allocator
+  // (recipes/full_finetune_single_device.py, configs *_full_single_device.yaml).
+  const bool in_backward = config.framework == framework_profile::torchtune && ctx.full &&
+                           dp == data_parallel::none && config.optimizer_step;
   // Optimizer states: the stated dtype, else fp32 beside master weights, else the parameters'.
   const auto state_bytes = [&](std::uint64_t param_bytes) -> std::uint64_t {
     if (config.optimizer_state_bytes) return config.optimizer_state_bytes;
@@ -579,6 +585,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         gathered[l] = tl.allocate(block_params[l], cat::gathered_params);
       const int busy = tl.allocate(b.backward_transient, cat::activations);
       grads_for(static_cast<int>(l));
+      if (in_backward) {
+        for (int id : grads) tl.free(id);  // stepped and zeroed in its hook
+        grads.clear();
+      }
       tl.free(busy);
       for (int id : recomputed) tl.free(id);
       for (int id : saved[l]) tl.free(id);
@@ -588,6 +598,18 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     tl.free(root);
 
     if (!config.optimizer_step) break;
+    if (in_backward) {
+      for (int id : grads) tl.free(id);
+      grads.clear();
+      if (out.unmanaged_bytes == 0) {
+        for (const auto& p : params) {
+          const bool eight_bit = config.optimizer == optimizer_kind::adamw_8bit && p.numel >= 4096;
+          out.unmanaged_bytes +=
+              eight_bit ? 2 * p.numel + 8 * ((p.numel + 255) / 256) : 8 * p.numel;
+        }
+      }
+      continue;
+    }
     tl.phase("optimizer step");
     // Mixed-precision optimizers with master weights step on fp32 gradients: the (shard of the)
     // 16-bit gradients is converted first (DeepSpeed single_partition_of_fp32_groups grads).
@@ -610,6 +632,16 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
           states.push_back(
               tl.allocate(share(p.numel * bytes, states_sharded), cat::optimizer_states));
         }
+      }
+    }
+    if (config.optimizer == optimizer_kind::adamw_8bit && states.empty()) {
+      // bitsandbytes AdamW8bit: both moments as uint8 with an fp32 absmax per 256-value block;
+      // tensors under min_8bit_size (4096) keep fp32 moments (bitsandbytes optim/optimizer.py
+      // Optimizer2State.init_state). Its blockwise kernel updates in place.
+      for (const auto& p : params) {
+        const std::uint64_t bytes =
+            p.numel < 4096 ? 8 * p.numel : 2 * p.numel + 8 * ((p.numel + 255) / 256);
+        states.push_back(tl.allocate(share(bytes, states_sharded), cat::optimizer_states));
       }
     }
     if (config.optimizer == optimizer_kind::adafactor) {

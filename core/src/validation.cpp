@@ -302,6 +302,8 @@ std::string training_config_for(const json& p, training_config& config) {
   config.optimizer_step = phase == "train";
   if (optimizer == "adamw" || optimizer == "adam") {
     config.optimizer = optimizer_kind::adamw;
+  } else if (optimizer == "adamw_8bit") {
+    config.optimizer = optimizer_kind::adamw_8bit;
   } else if (optimizer == "adafactor") {
     config.optimizer = optimizer_kind::adafactor;
   } else if (optimizer == "sgd") {
@@ -384,9 +386,9 @@ memory_report validate_memory(const json& points) {
     double bytes = static_cast<double>(estimate.value().peak.allocated);
     if (out.metric == "reserved") bytes = static_cast<double>(estimate.value().peak_reserved);
     if (out.metric == "nvml_used") {
-      bytes = static_cast<double>(estimate.value().peak_reserved +
-                                  default_cuda_context_bytes(gpu.architecture) +
-                                  cuda_libraries_bytes());
+      bytes = static_cast<double>(
+          estimate.value().peak_reserved + estimate.value().unmanaged_bytes +
+          default_cuda_context_bytes(gpu.architecture) + cuda_libraries_bytes());
     }
     out.note =
         std::string("peak in ") + estimate.value().peak.phase +

@@ -19,7 +19,7 @@ enum class finetune_kind { full, lora };
 // fp32; autocast mixed precision (fp32 trainable weights and states, 16-bit matmuls); pure
 // 16-bit (weights, gradients and states all 16-bit, no master copy).
 enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
-enum class optimizer_kind { adamw, adafactor, sgd, sgd_momentum, none };
+enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, none };
 enum class attention_kernel { eager, sdpa };
 // How a frozen LoRA base stores its block linear layers: 16/32-bit, or bitsandbytes 4-bit
 // (QLoRA) with fp32 absmax per 64-weight block, or with those absmax quantised to 8 bits and a
@@ -80,6 +80,8 @@ struct training_config {
 struct training_estimate {
   timeline_peak peak;  // allocated peak, its phase and what was alive
   std::uint64_t peak_reserved = 0;
+  // Device memory outside PyTorch's allocator: paged (unified-memory) optimizer states.
+  std::uint64_t unmanaged_bytes = 0;
   std::uint64_t trainable_params = 0;
   std::vector<std::string> notes;
 };
