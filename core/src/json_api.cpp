@@ -226,7 +226,9 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"dp", c.cluster.gpus}};
   const auto& w = workload.value();
   result["workload"] = {{"phase", w.optimizer_step ? "train" : "forward_backward"},
-                        {"finetune", w.finetune == finetune_kind::lora ? "lora" : "full"},
+                        {"finetune", w.dora                              ? "dora"
+                                     : w.finetune == finetune_kind::lora ? "lora"
+                                                                         : "full"},
                         {"micro_batch", w.micro_batch},
                         {"seq_len", w.seq_len},
                         {"grad_ckpt", w.grad_ckpt},

@@ -286,7 +286,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
     return std::nullopt;
   };
   const auto phase = choice("phase", "train", {"train", "forward_backward"});
-  const auto finetune = choice("finetune", "full", {"full", "lora"});
+  const auto finetune = choice("finetune", "full", {"full", "lora", "dora"});
   const auto compute =
       choice("compute", "amp_bf16", {"fp32", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
   const auto optimizer =
@@ -300,7 +300,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.grad_ckpt = in.flag("grad_ckpt", false);
   if (auto problem = in.problem("required for an estimate")) return *problem;
   out.optimizer_step = *phase == "train" && *optimizer != "none";
-  out.finetune = *finetune == "lora" ? finetune_kind::lora : finetune_kind::full;
+  out.finetune = *finetune == "full" ? finetune_kind::full : finetune_kind::lora;
+  out.dora = *finetune == "dora";
   static const std::pair<const char*, compute_precision> computes[] = {
       {"fp32", compute_precision::fp32},
       {"amp_fp16", compute_precision::amp_fp16},

@@ -50,6 +50,7 @@ struct block_memory {
   std::vector<std::uint64_t> weight_copies;  // autocast's 16-bit copies of its weights
   std::uint64_t transient = 0;               // extra bytes alive at the block's busiest moment
   std::uint64_t backward_transient = 0;      // gradient temporaries during its backward
+  std::uint64_t adapter_backward = 0;        // DoRA's, while its attention or MLP is stepped back
 };
 
 struct step_context {
@@ -121,6 +122,31 @@ std::uint64_t tensor_in(const tensor_spec& t) {
   return t.module == module_kind::conv1d ? t.shape[0] : t.shape[1];
 }
 
+// What DoRA adds to an adapted linear (PEFT tuners/lora/dora.py DoraLinearLayer.forward, the
+// input already cast to the adapter dtype a). Every forward rebuilds the weight's column norms:
+// an in x in identity pushed through lora_A and lora_B gives the 16-bit lora_weight; the base
+// weight is converted to dtype a (a copy when it is stored otherwise; a 4-bit one is dequantised
+// first); scaling x lora_weight and the sum (dtype max(a, c)) are alive with them. The output
+// (mag_norm_scale - 1) x base_result + mag_norm_scale x lora_result x scaling keeps base_result
+// and lora_result (both 16-bit under autocast) for the magnitude's gradient; its products,
+// promoted to dtype max(a, c), exist for the [tokens, out] result and again in backward.
+void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) {
+  const std::uint64_t c = ctx.c;
+  const std::uint64_t a = ctx.adapter_bytes;
+  const std::uint64_t p = std::max(a, c);
+  const std::uint64_t in = tensor_in(w);
+  const std::uint64_t out = tensor_out(w);
+  const std::uint64_t weight = w.numel();
+  std::uint64_t rebuild = in * in * a + in * ctx.config.lora_rank * c + weight * (c + c + p);
+  if (ctx.amp && a != c) rebuild += in * in * c;           // autocast's 16-bit cast of the identity
+  if (ctx.quantized) rebuild += weight * c;                // the dequantised weight before .to(a)
+  if (ctx.quantized || ctx.r != a) rebuild += weight * a;  // ctx.r: the stored base dtype
+  m.transient = std::max(m.transient, rebuild);
+  m.saved.push_back(2 * ctx.tokens * out * c);
+  m.transient = std::max(m.transient, 3 * ctx.tokens * out * p);
+  m.adapter_backward = std::max(m.adapter_backward, 2 * ctx.tokens * out * p);
+}
+
 // Norm saves. RMSNorm (LlamaRMSNorm): the fp32 input, rsqrt, and (when its weight trains) the
 // normalised input in the input dtype. LayerNorm (native_layer_norm, fp32 under autocast): the
 // input, mean and rstd.
@@ -188,8 +214,9 @@ block_memory block(const step_context& ctx, int layer_index) {
   auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
     for (const auto* w : linears) {
       if (role_of(*w) == role) {
-        linear_input(m, ctx, tensor_in(*w), input_bytes, ctx.full, lora_target(ctx.config, *w),
-                     shared);
+        const bool adapter = lora_target(ctx.config, *w);
+        linear_input(m, ctx, tensor_in(*w), input_bytes, ctx.full, adapter, shared);
+        if (adapter && ctx.config.dora) dora_terms(m, ctx, *w);
       }
     }
   };
@@ -271,6 +298,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   // residual stream; during backward the gradients of the MLP's intermediates.
   m.transient = std::max(m.transient, c * t * i + ctx.r * t * h);
   m.backward_transient += 3 * c * t * i + 2 * ctx.r * t * h;
+  m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
   return m;
 }
 
@@ -394,6 +422,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
           cols == config.lora_rank ? tensor_out(t) * cols : config.lora_rank * cols;
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
       params.push_back({numel, ctx.adapter_bytes, t.layer, cols, true});
+    }
+    if (config.dora) {
+      // DoRA's magnitude: one trainable value per output feature (PEFT lora_magnitude_vector).
+      tl.allocate(tensor_out(t) * ctx.adapter_bytes, cat::adapters);
+      params.push_back({tensor_out(t), ctx.adapter_bytes, t.layer, tensor_out(t), false});
     }
   }
   for (const auto& p : params) out.trainable_params += p.numel;

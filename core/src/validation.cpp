@@ -253,10 +253,11 @@ std::string training_config_for(const json& p, training_config& config) {
     }
   }
   const std::string finetune = text_or(w, "finetune", "");
-  if (finetune != "full" && finetune != "lora" && finetune != "qlora") {
+  if (finetune != "full" && finetune != "lora" && finetune != "qlora" && finetune != "dora") {
     return "fine-tuning kind " + finetune + " is not modelled yet";
   }
   config.finetune = finetune == "full" ? finetune_kind::full : finetune_kind::lora;
+  config.dora = finetune == "dora";
   if (config.finetune == finetune_kind::lora) {
     const json& lora = w.value("lora", json());
     if (!lora.is_object() || !lora.value("r", json()).is_number_integer())

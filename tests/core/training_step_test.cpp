@@ -12,6 +12,20 @@
 namespace gpumem {
 namespace {
 
+// The preset most tests here use: small, grouped-query attention, tied embeddings.
+result<model_spec> llama_1b() {
+  const auto presets = test::read_presets();
+  return parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
+}
+
+// LoRA on q_proj and v_proj, PEFT's default targets for Llama.
+training_config lora_qv() {
+  training_config config;
+  config.finetune = finetune_kind::lora;
+  config.lora_targets = {"q_proj", "v_proj"};
+  return config;
+}
+
 TEST_CASE("the timeline records the allocated peak, its phase and what was alive") {
   memory_timeline tl;
   tl.phase("a");
@@ -36,8 +50,7 @@ TEST_CASE("cuBLAS workspace sizes (CublasHandlePool.cpp)") {
 }
 
 TEST_CASE("an optimizer-step peak, by hand: Llama-3.2-1B, AMP bf16, AdamW, batch 1") {
-  const auto presets = test::read_presets();
-  auto spec = parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
+  const auto spec = llama_1b();
   REQUIRE(spec.ok());
   training_config config;
   config.micro_batch = 1;
@@ -61,8 +74,7 @@ TEST_CASE("an optimizer-step peak, by hand: Llama-3.2-1B, AMP bf16, AdamW, batch
 }
 
 TEST_CASE("LoRA trains only the adapters: A [r, in] and B [out, r] per target") {
-  const auto presets = test::read_presets();
-  auto spec = parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
+  const auto spec = llama_1b();
   REQUIRE(spec.ok());
   training_config config;
   config.finetune = finetune_kind::lora;
@@ -79,6 +91,30 @@ TEST_CASE("LoRA trains only the adapters: A [r, in] and B [out, r] per target") 
   const std::uint64_t per_layer = 8 * (2048 + 2048) + 8 * (2048 + 512) * 2 + 8 * (2048 + 2048) +
                                   8 * (2048 + 8192) * 2 + 8 * (8192 + 2048);
   CHECK(all.value().trainable_params == 16 * per_layer);
+}
+
+TEST_CASE("DoRA adds a magnitude per output feature and keeps two outputs per adapted linear") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config lora = lora_qv();
+  lora.optimizer_step = false;
+  training_config dora = lora;
+  dora.dora = true;
+  auto a = estimate_training_step(spec.value(), lora, gpu_spec{});
+  auto b = estimate_training_step(spec.value(), dora, gpu_spec{});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // 16 layers x (q: 2048 + v: 512 output features).
+  CHECK(b.value().trainable_params - a.value().trainable_params == 16ULL * (2048 + 512));
+  // Both peak as the loss is stepped back, with every block's saved tensors alive; DoRA adds
+  // base_result and lora_result, [512 tokens, out] in bf16, per adapted linear.
+  CHECK(a.value().peak.phase == "backward");
+  CHECK(b.value().peak.phase == "backward");
+  const auto act = static_cast<std::size_t>(memory_category::activations);
+  // Equal up to the allocator's unsplit remainders of blocks carved from cached segments.
+  const auto added =
+      static_cast<double>(b.value().peak.by_category[act] - a.value().peak.by_category[act]);
+  CHECK(added == doctest::Approx(16.0 * 2 * 512 * (2048 + 512) * 2).epsilon(0.05));
 }
 
 TEST_CASE("the detailed estimator refuses what it does not model yet") {
@@ -107,12 +143,9 @@ TEST_CASE("bitsandbytes 4-bit storage, by hand (blocksize 64)") {
 }
 
 TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") {
-  const auto presets = test::read_presets();
-  auto spec = parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
+  const auto spec = llama_1b();
   REQUIRE(spec.ok());
-  training_config lora;
-  lora.finetune = finetune_kind::lora;
-  lora.lora_targets = {"q_proj", "v_proj"};
+  training_config lora = lora_qv();
   lora.base_weight_bytes = 2;
   training_config qlora = lora;
   qlora.quantization = base_quantization::nf4;

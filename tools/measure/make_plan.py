@@ -138,7 +138,7 @@ def point(pid, model, phase, *, finetune=None, lora=None, weights="bf16", comput
     if optimizer == "adafactor":
         state = "fp32"  # transformers' Adafactor upcasts 16-bit gradients: fp32 states
     elif optimizer in ("adamw", "adam", "sgd"):
-        if finetune == "lora":
+        if finetune in ("lora", "dora"):
             state = "fp32" if compute.startswith("amp_") else weights
         else:
             state = weights
@@ -302,14 +302,15 @@ def full2(model, compute, opt, mb, seq, ckpt=False, attn="sdpa", phase="train", 
 
 
 def lora2(model, r, targets, mb, seq, ckpt=False, attn="sdpa", compute="amp_bf16", notes="",
-          extra=(), weights="bf16"):
+          extra=(), weights="bf16", finetune="lora"):
     tname = {("all-linear",): "all", ("q_proj", "v_proj"): "qv",
              ("q_proj", "k_proj", "v_proj"): "qkv"}[tuple(targets)]
     pid = "h100-%s-lora-r%d-%s-%s-b%d-s%d%s-%s" % (SHORT[model], r, tname, compute, mb, seq,
                                                  "-ckpt" if ckpt else "", attn)
     if weights != "bf16":
         pid = pid.replace("-lora-", "-%s-lora-" % weights)
-    return point(pid, model, "train", finetune="lora",
+    pid = pid.replace("-lora-", "-%s-" % finetune)
+    return point(pid, model, "train", finetune=finetune,
                  lora={"r": r, "alpha": 2 * r, "targets": targets}, weights=weights,
                  compute=compute, optimizer="adamw", mb=mb, seq=seq, ckpt=ckpt, attn=attn,
                  notes=notes, extra=extra)
@@ -400,13 +401,30 @@ def plan_batch2():
     return pts
 
 
+def plan_dora():
+    """DoRA (PEFT use_dora) beside LoRA of the same shape, to measure what it adds."""
+    L1, Q05 = "meta-llama/Llama-3.2-1B", "Qwen/Qwen2.5-0.5B"
+    qv, al = ["q_proj", "v_proj"], ["all-linear"]
+    pts = []
+    for ft in ("lora", "dora"):
+        pts += [
+            lora2(L1, 8, qv, 1, 512, finetune=ft),
+            lora2(L1, 16, al, 2, 1024, finetune=ft),
+            lora2(L1, 16, al, 4, 512, compute="pure_bf16", finetune=ft),
+            lora2(L1, 16, al, 2, 1024, ckpt=True, finetune=ft),
+            lora2(Q05, 8, al, 4, 1024, finetune=ft),
+        ]
+    return pts
+
+
 def main():
     args = sys.argv[1:]
-    batch2 = "--batch2" in args
-    args = [a for a in args if a != "--batch2"]
-    out = args[0] if args else os.path.join(
-        ROOT, "tools", "measure", "plan_h100_batch2.json" if batch2 else "plan_h100.json")
-    pts = plan_batch2() if batch2 else plan()
+    which = [a for a in args if a in ("--batch2", "--dora")]
+    args = [a for a in args if a not in which]
+    name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json"}.get(
+        which[0] if which else "", "plan_h100.json")
+    out = args[0] if args else os.path.join(ROOT, "tools", "measure", name)
+    pts = {"--batch2": plan_batch2, "--dora": plan_dora}.get(which[0] if which else "", plan)()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)
         f.write("\n")

@@ -383,8 +383,8 @@ def plan_for(point):
 
     # train / forward_backward
     finetune = wl.get("finetune")
-    if finetune not in ("full", "lora"):
-        raise PlanError("finetune %r not supported (full, lora)" % finetune)
+    if finetune not in ("full", "lora", "dora"):
+        raise PlanError("finetune %r not supported (full, lora, dora)" % finetune)
     if phase == "forward_backward" and finetune != "full":
         raise PlanError("forward_backward points use finetune 'full'")
     gc = wl.get("grad_ckpt")
@@ -408,7 +408,7 @@ def plan_for(point):
         if weights != want:
             raise PlanError("%s needs %s weights" % (compute, want))
 
-    if finetune == "lora":
+    if finetune in ("lora", "dora"):
         lo = wl.get("lora") or {}
         r = _int(lo.get("r"), "lora.r")
         targets = lo.get("targets")
@@ -441,6 +441,7 @@ def plan_for(point):
                         "r": r, "lora_alpha": alpha if alpha is not None else 2 * r,
                         "target_modules": tm, "lora_dropout": 0.0, "bias": "none",
                         "task_type": "CAUSAL_LM", "autocast_adapter_dtype": adapter_fp32,
+                        "use_dora": finetune == "dora",
                         "adapter_dtype": "torch.float32" if adapter_fp32
                         else plan["param_dtype"], "base_frozen": True}
 
@@ -635,9 +636,10 @@ def make_points(point, plan, raw, env):
         if plan["lora"]:
             lo = plan["lora"]
             common.append("LoRA via PEFT: LoraConfig(r=%d, lora_alpha=%s, target_modules=%r, "
-                          "lora_dropout=0.0, bias='none'), base frozen, autocast_adapter_dtype="
+                          "lora_dropout=0.0, bias='none'%s), base frozen, autocast_adapter_dtype="
                           "%s (trainable adapter dtype seen: %s, %s trainable parameters)"
                           % (lo["r"], lo["lora_alpha"], lo["target_modules"],
+                             ", use_dora=True" if lo["use_dora"] else "",
                              lo["autocast_adapter_dtype"], raw.get("trainable_dtype"),
                              raw.get("trainable_params")))
             if raw.get("lora_target_modules_found"):
@@ -897,7 +899,8 @@ def run_plan(plan):
             lo = plan["lora"]
             lcfg = peft.LoraConfig(r=lo["r"], lora_alpha=lo["lora_alpha"],
                                    target_modules=lo["target_modules"], lora_dropout=0.0,
-                                   bias="none", task_type="CAUSAL_LM")
+                                   bias="none", task_type="CAUSAL_LM",
+                                   use_dora=lo["use_dora"])
             model = peft.get_peft_model(model, lcfg,
                                         autocast_adapter_dtype=lo["autocast_adapter_dtype"])
             model.train()

@@ -19,8 +19,10 @@ from measure import PlanError, plan_for  # noqa: E402
 
 PLAN = os.path.join(HERE, "plan_h100.json")
 PLAN2 = os.path.join(HERE, "plan_h100_batch2.json")
+PLAN3 = os.path.join(HERE, "plan_h100_dora.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
 MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
+MEASURED3 = os.path.join(ROOT, "validation", "measured_h100_dora.json")
 RAW_DIR = os.path.join(ROOT, "validation", "raw_h100")
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
@@ -375,7 +377,7 @@ class PlanFileTest(unittest.TestCase):
 
     def test_plan_files_match_make_plan(self):
         with tempfile.TemporaryDirectory() as d:
-            for fn, args in ((PLAN, []), (PLAN2, ["--batch2"])):
+            for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"])):
                 out = os.path.join(d, "p.json")
                 subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
                                + [out], capture_output=True, text=True, check=True)
@@ -514,6 +516,24 @@ class MeasuredBatch2FileTest(MeasuredFileTest):
                                   " ".join(self.by_id(
                                       "h100-llama3.2-1b-ft-amp_bf16-adafactor-b4-s512-sdpa")
                                       ["assumptions"])))
+
+
+class MeasuredDoraFileTest(MeasuredFileTest):
+    """Batch 3: validation/measured_h100_dora.json (DoRA beside LoRA of the same shape)."""
+    MEASURED = MEASURED3
+    PLAN = PLAN3
+    RAWS = ["dora_run1_raw.jsonl"]
+    ENV = "dora_run1.log"
+    CONFIGS = 10
+
+    def test_dora_trains_one_magnitude_per_output_feature(self):
+        def trainable(pid):
+            p = [x for x in self.pts if x["id"] == pid + "-alloc"][0]
+            return json.loads(p["original_notes"].split("] ", 1)[1])["trainable_params"]
+        # Llama-3.2-1B, q_proj and v_proj: 16 layers x (2048 + 512) output features
+        self.assertEqual(trainable("h100-llama3.2-1b-dora-r8-qv-amp_bf16-b1-s512-sdpa")
+                         - trainable("h100-llama3.2-1b-lora-r8-qv-amp_bf16-b1-s512-sdpa"),
+                         16 * (2048 + 512))
 
 
 if __name__ == "__main__":

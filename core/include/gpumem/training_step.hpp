@@ -56,6 +56,9 @@ struct training_config {
   finetune_kind finetune = finetune_kind::full;
   std::uint64_t lora_rank = 8;
   std::vector<std::string> lora_targets;  // module names (q_proj, ...) or "all-linear"
+  // DoRA (PEFT use_dora): each adapted linear also trains a magnitude vector and renormalises
+  // its weight in every forward.
+  bool dora = false;
   compute_precision compute = compute_precision::amp_bf16;
   std::uint64_t base_weight_bytes = 0;  // frozen LoRA base: 2 (16-bit) or 4; 0: from compute
   base_quantization quantization = base_quantization::none;  // LoRA only
