@@ -29,7 +29,7 @@ Usage:
                                                M is a preset id or a path to config.json
   gpumem estimate --model M --micro-batch B [--seq-len S] [--gpu G] [--json]
                   detailed (default, one GPU): [--phase train|forward_backward]
-                    [--finetune full|lora] [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
+                    [--finetune full|lora|dora] [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
                     [--weights bf16|fp16|fp32] [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none] [--grad-ckpt]
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]

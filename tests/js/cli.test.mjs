@@ -136,6 +136,11 @@ test('a detailed estimate on one GPU, by component, in each metric', () => {
   const lora = read(['--finetune', 'lora', '--lora-r', '8', '--lora-targets', 'q_proj,v_proj']);
   assert.equal(lora.trainable_params, 16 * (8 * 2048 + 2048 * 8 + 8 * 2048 + 512 * 8));
   assert.ok(lora.peak_bytes < used.peak_bytes);
+  // DoRA: the same adapters plus one magnitude per output feature of q_proj and v_proj.
+  const dora = read(['--finetune', 'dora', '--lora-r', '8', '--lora-targets', 'q_proj,v_proj']);
+  assert.equal(dora.workload.finetune, 'dora');
+  assert.equal(dora.trainable_params - lora.trainable_params, 16 * (2048 + 512));
+  assert.ok(dora.peak_bytes > lora.peak_bytes);
   const bad = gpumem([...base, '--compute', 'fp8']);
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /workload\.compute/);
