@@ -34,7 +34,8 @@ Usage:
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none] [--grad-ckpt]
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
                     [--metric allocated|reserved|device_used]
-                    [--gpus N --method ddp|zero1|zero2|zero3|fsdp_full_shard|fsdp_shard_grad_op]
+                    [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
+                                       fsdp_shard_grad_op|tensor_parallel [--sequence-parallel]]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
@@ -66,8 +67,8 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
     std::string word = argv[i];
     if (word == "--json") {
       args.json_output = true;
-    } else if (word == "--grad-ckpt") {
-      args.options["grad-ckpt"] = "true";
+    } else if (word == "--grad-ckpt" || word == "--sequence-parallel") {
+      args.options[word.substr(2)] = "true";
     } else if (word == "--help" || word == "-h" || word == "--version") {
       args.command = word == "--version" ? "version" : "help";
     } else if (word.rfind("--", 0) == 0) {
@@ -304,6 +305,7 @@ int estimate_command(const arguments& args) {
   if (!training_request(args, request)) return bad_input;
   request["parallel"] = {{"method", option(args, "method", "single")}};
   if (args.options.count("tp")) request["parallel"]["tp"] = number_option(args.options.at("tp"));
+  if (args.options.count("sequence-parallel")) request["parallel"]["sequence_parallel"] = true;
   if (args.options.count("dp-tp-fraction")) {
     request["parallel"]["dp_tp_fraction"] = args.options.at("dp-tp-fraction");
   }

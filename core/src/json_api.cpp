@@ -180,12 +180,15 @@ std::string detailed_estimate(const json& request, training_context& c) {
                              "workload", "options", "metric"})) {
     return respond_error(*e);
   }
-  auto sharding = read_data_parallel(request, c.cluster.gpus);
-  if (!sharding.ok()) return respond_error(sharding.failure());
+  auto parallel = read_training_parallel(request, c.cluster.gpus);
+  if (!parallel.ok()) return respond_error(parallel.failure());
   auto workload = read_detailed_workload(request, c.model.spec, false, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
-  workload.value().sharding = sharding.value();
-  workload.value().dp_degree = c.cluster.gpus;
+  const training_parallel& layout = parallel.value();
+  workload.value().sharding = layout.sharding;
+  workload.value().dp_degree = layout.dp;
+  workload.value().tp_degree = layout.tp;
+  workload.value().sequence_parallel = layout.sequence_parallel;
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
   auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
@@ -223,7 +226,9 @@ std::string detailed_estimate(const json& request, training_context& c) {
   result["cluster"] = cluster_json(c.cluster);
   result["parallel"] = {
       {"method", request.value("parallel", json::object()).value("method", "single")},
-      {"dp", c.cluster.gpus}};
+      {"dp", layout.dp},
+      {"tp", layout.tp},
+      {"sequence_parallel", layout.sequence_parallel}};
   const auto& w = workload.value();
   result["workload"] = {{"phase", w.optimizer_step ? "train" : "forward_backward"},
                         {"finetune", w.dora                              ? "dora"

@@ -226,27 +226,46 @@ result<training_workload> read_training_workload(const json& request, const mode
   return out;
 }
 
-result<data_parallel> read_data_parallel(const json& request, std::uint64_t gpus) {
+result<training_parallel> read_training_parallel(const json& request, std::uint64_t gpus) {
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
-  if (auto e = unknown_keys(parallel, "parallel", {"method"})) return *e;
+  if (auto e = unknown_keys(parallel, "parallel", {"method", "sequence_parallel"})) return *e;
   const json method = parallel.value("method", json("single"));
+  const json sp = parallel.value("sequence_parallel", json(false));
+  if (!sp.is_boolean()) {
+    return error{"request.invalid_value", "parallel.sequence_parallel",
+                 "[parallel.sequence_parallel] must be true or false, got " + sp.dump()};
+  }
+  const bool tensor = method == json("tensor_parallel");
   const auto value =
       method.is_string() ? data_parallel_named(method.get<std::string>()) : std::nullopt;
-  if (value) {
-    if ((*value == data_parallel::none) != (gpus == 1)) {
+  if (value || tensor) {
+    const bool single = value && *value == data_parallel::none;
+    if (single != (gpus == 1)) {
       return error{"parallel.invalid_method", "parallel.method",
                    "[parallel.method] " + method.get<std::string>() +
                        (gpus == 1 ? " needs at least 2 GPUs" : " runs on one GPU") +
                        " (cluster.gpus is " + std::to_string(gpus) + ")"};
     }
-    return *value;
+    if (sp.get<bool>() && !tensor) {
+      return error{"request.invalid_value", "parallel.sequence_parallel",
+                   "[parallel.sequence_parallel] applies to method tensor_parallel only"};
+    }
+    training_parallel out;
+    if (tensor) {
+      out.tp = gpus;
+      out.sequence_parallel = sp.get<bool>();
+    } else {
+      out.sharding = *value;
+      out.dp = gpus;
+    }
+    return out;
   }
   return error{
       "mode.unavailable", "parallel.method",
       "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
-      "gemini, fsdp_full_shard or fsdp_shard_grad_op (tensor and pipeline parallelism: mode "
-      "\"llmem\"); got " +
+      "gemini, fsdp_full_shard, fsdp_shard_grad_op or tensor_parallel (pipeline parallelism and "
+      "hybrids: mode \"llmem\"); got " +
           method.dump()};
 }
 

@@ -52,9 +52,18 @@ result<training_config> read_detailed_workload(const nlohmann::json& request,
                                                const model_spec& model, bool for_plan,
                                                std::vector<std::string>& warnings);
 
-// Detailed mode's `parallel.method`: single, ddp, zero1, zero2, zero3, fsdp_full_shard,
-// fsdp_shard_grad_op (data parallelism over cluster.gpus ranks).
-result<data_parallel> read_data_parallel(const nlohmann::json& request, std::uint64_t gpus);
+// How detailed mode spreads a step over cluster.gpus ranks.
+struct training_parallel {
+  data_parallel sharding = data_parallel::none;
+  std::uint64_t dp = 1;
+  std::uint64_t tp = 1;
+  bool sequence_parallel = false;
+};
+
+// Detailed mode's `parallel`: `method` single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,
+// fsdp_shard_grad_op (data parallelism over cluster.gpus ranks) or tensor_parallel (over all of
+// them, with `sequence_parallel` true or false).
+result<training_parallel> read_training_parallel(const nlohmann::json& request, std::uint64_t gpus);
 
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").
 result<std::string> read_metric(const nlohmann::json& request);

@@ -56,9 +56,11 @@ struct block_memory {
 struct step_context {
   const model_spec& spec;
   const training_config& config;
-  std::uint64_t tokens = 0;  // B s
-  std::uint64_t c = 2;       // compute bytes
-  std::uint64_t r = 4;       // residual-stream bytes (the embedding weight's dtype)
+  std::uint64_t tokens = 0;    // B s
+  std::uint64_t h_tokens = 0;  // tokens of this rank's hidden-width tensors (B s / t with SP)
+  std::uint64_t tp = 1;        // tensor-parallel degree
+  std::uint64_t c = 2;         // compute bytes
+  std::uint64_t r = 4;         // residual-stream bytes (the embedding weight's dtype)
   std::uint64_t adapter_bytes = 4;
   bool amp = false;
   bool full = true;
@@ -82,10 +84,9 @@ bool lora_target(const training_config& config, const tensor_spec& t) {
 
 // The input a linear keeps for its weight gradient (autograd saves what the backward of the
 // trainable operands needs; aten mm: the input only when the weight requires grad).
-// `input_bytes` is the element size of the activation it reads.
-void linear_input(block_memory& m, const step_context& ctx, std::uint64_t in_features,
+// `elems` is the size of the input this rank keeps, `input_bytes` its element size.
+void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
                   std::uint64_t input_bytes, bool trainable, bool adapter, bool& shared_saved) {
-  const std::uint64_t elems = ctx.tokens * in_features;
   // bitsandbytes MatMul4Bit keeps its input whenever the input needs a gradient, frozen weight
   // or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)).
   if (ctx.quantized) shared_saved = true;
@@ -122,6 +123,31 @@ std::uint64_t tensor_in(const tensor_spec& t) {
   return t.module == module_kind::conv1d ? t.shape[0] : t.shape[1];
 }
 
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// Column-parallel layers split their output features over the tensor-parallel ranks.
+bool column_parallel(const tensor_spec& t) {
+  const linear_role role = role_of(t);
+  return role == linear_role::attention_in || role == linear_role::mlp_in;
+}
+// A block linear's features on this rank.
+std::uint64_t local_out(const tensor_spec& t, std::uint64_t tp) {
+  return column_parallel(t) ? tensor_out(t) / tp : tensor_out(t);
+}
+std::uint64_t local_in(const tensor_spec& t, std::uint64_t tp) {
+  return column_parallel(t) ? tensor_in(t) : tensor_in(t) / tp;
+}
+
+// The last dimension of this rank's part of a tensor (Adafactor factors rows and columns).
+std::uint64_t local_last_dim(const tensor_spec& t, std::uint64_t tp) {
+  const std::uint64_t local = tensor_parallel_numel(t, tp);
+  if (t.shape.size() < 2) return local;
+  if (local == t.numel()) return t.shape.back();
+  const bool block_linear = t.layer >= 0;
+  const bool last_split = block_linear && (t.module == module_kind::conv1d) == column_parallel(t);
+  return last_split ? t.shape.back() / tp : t.shape.back();
+}
+
 // What DoRA adds to an adapted linear (PEFT tuners/lora/dora.py DoraLinearLayer.forward, the
 // input already cast to the adapter dtype a). Every forward rebuilds the weight's column norms:
 // an in x in identity pushed through lora_A and lora_B gives the 16-bit lora_weight; the base
@@ -134,9 +160,9 @@ void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) 
   const std::uint64_t c = ctx.c;
   const std::uint64_t a = ctx.adapter_bytes;
   const std::uint64_t p = std::max(a, c);
-  const std::uint64_t in = tensor_in(w);
-  const std::uint64_t out = tensor_out(w);
-  const std::uint64_t weight = w.numel();
+  const std::uint64_t in = local_in(w, ctx.tp);
+  const std::uint64_t out = local_out(w, ctx.tp);
+  const std::uint64_t weight = tensor_parallel_numel(w, ctx.tp);
   std::uint64_t rebuild = in * in * a + in * ctx.config.lora_rank * c + weight * (c + c + p);
   if (ctx.amp && a != c) rebuild += in * in * c;           // autocast's 16-bit cast of the identity
   if (ctx.quantized) rebuild += weight * c;                // the dequantised weight before .to(a)
@@ -152,7 +178,7 @@ void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) 
 // input, mean and rstd.
 void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
                 std::uint64_t input_bytes, bool& input_saved) {
-  const std::uint64_t t = ctx.tokens;
+  const std::uint64_t t = ctx.h_tokens;
   if (ctx.spec.norm == norm_kind::rms_norm) {
     if (input_bytes == 4) {
       input_saved = true;
@@ -190,10 +216,13 @@ std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, b
 block_memory block(const step_context& ctx, int layer_index) {
   const auto& spec = ctx.spec;
   const std::uint64_t t = ctx.tokens;
+  const std::uint64_t th = ctx.h_tokens;  // tokens of hidden-width tensors
   const std::uint64_t c = ctx.c;
   const std::uint64_t h = spec.hidden_size;
-  const std::uint64_t q = spec.num_heads * spec.head_dim;
-  const std::uint64_t kv = spec.num_kv_heads * spec.head_dim;
+  // Under tensor parallelism each rank runs heads / t of the attention and i / t of the MLP.
+  const std::uint64_t heads = spec.num_heads / ctx.tp;
+  const std::uint64_t q = heads * spec.head_dim;
+  const std::uint64_t kv = spec.num_kv_heads / ctx.tp * spec.head_dim;
   block_memory m;
 
   // The block's linear weights, in order, with their trainability and adapters.
@@ -202,20 +231,22 @@ block_memory block(const step_context& ctx, int layer_index) {
     if (tensor.layer != layer_index || tensor.is_bias) continue;
     if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
       linears.push_back(&tensor);
+      const std::uint64_t local = tensor_parallel_numel(tensor, ctx.tp);
       // A 4-bit weight is dequantised to 16 bits for its matmul, forward and backward.
-      if (ctx.quantized) m.transient = std::max(m.transient, tensor.numel() * c);
-      if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, tensor.numel() * c);
-    }
-    if (ctx.autocast_copies &&
-        (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d)) {
-      m.weight_copies.push_back(tensor.numel() * c);  // torch.autocast's weight cache
+      if (ctx.quantized) m.transient = std::max(m.transient, local * c);
+      if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, local * c);
+      if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
   }
   auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
     for (const auto* w : linears) {
       if (role_of(*w) == role) {
         const bool adapter = lora_target(ctx.config, *w);
-        linear_input(m, ctx, tensor_in(*w), input_bytes, ctx.full, adapter, shared);
+        // Column-parallel layers read the hidden-width input (kept sequence-split under SP and
+        // all-gathered again for backward); row-parallel ones their rank's slice.
+        const std::uint64_t elems =
+            column_parallel(*w) ? th * tensor_in(*w) : t * local_in(*w, ctx.tp);
+        linear_input(m, ctx, elems, input_bytes, ctx.full, adapter, shared);
         if (adapter && ctx.config.dora) dora_terms(m, ctx, *w);
       }
     }
@@ -225,12 +256,14 @@ block_memory block(const step_context& ctx, int layer_index) {
   // 1. The norm before attention; its output feeds the q/k/v projection(s).
   bool input_saved = false;
   norm_saves(m, ctx, h, ctx.r, input_saved);
-  if (input_saved) m.saved.push_back(ctx.r * t * h);
+  if (input_saved) m.saved.push_back(ctx.r * th * h);
   const std::uint64_t y1_bytes = norm_output_bytes(ctx, ctx.r);
   bool y1_shared = false;
   feed(linear_role::attention_in, y1_bytes, y1_shared);
   if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
-  if (y1_shared) m.saved.push_back(y1_bytes * t * h);
+  if (y1_shared) m.saved.push_back(y1_bytes * th * h);
+  // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
+  if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
 
   // 2. Attention. SDPA's fused kernels keep q, k, v, the output and the log-sum-exp. PyTorch
   // picks flash for 16-bit inputs and memory-efficient attention for fp32, which does not take
@@ -239,7 +272,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   // materialises the scores like eager attention does. Eager attention keeps the fp32
   // softmax, its 16-bit cast and K/V repeated to all heads.
   const std::uint64_t scores =
-      ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len * ctx.config.seq_len;
+      ctx.config.micro_batch * heads * ctx.config.seq_len * ctx.config.seq_len;
   const bool math_sdpa = !eager && c == 4 && kv < q;
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
   // before SDPA; transformers passes enable_gqa (litgpt/model.py CausalSelfAttention,
@@ -260,7 +293,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     m.transient = std::max(m.transient, 2 * c * scores);  // scaled and masked scores
   } else {
     m.saved.push_back(c * t * q);  // output
-    m.saved.push_back(4 * ctx.config.micro_batch * spec.num_heads * ctx.config.seq_len);
+    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.config.seq_len);
   }
 
   // 3. Output projection (reads the attention output, made contiguous).
@@ -273,13 +306,13 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (!spec.parallel_block) {
     bool mid_saved = false;
     norm_saves(m, ctx, h, ctx.r, mid_saved);
-    if (mid_saved) m.saved.push_back(ctx.r * t * h);
+    if (mid_saved) m.saved.push_back(ctx.r * th * h);
     mlp_in_bytes = norm_output_bytes(ctx, ctx.r);
     bool y2_shared = false;
     feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
-    if (y2_shared) m.saved.push_back(mlp_in_bytes * t * h);
+    if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
   }
-  const std::uint64_t i = spec.intermediate_size;
+  const std::uint64_t i = spec.intermediate_size / ctx.tp;
   if (spec.gated_mlp) {
     m.saved.push_back(3 * c * t * i);  // gate (SiLU's input), its output, up (the product's inputs)
   } else {
@@ -292,12 +325,12 @@ block_memory block(const step_context& ctx, int layer_index) {
   bool down_shared = false;
   feed(linear_role::mlp_out, c, down_shared);
   if (down_shared) m.saved.push_back(c * t * i);
-  if (spec.hidden_dropout > 0) m.saved.push_back(2 * t * h);  // two residual dropout masks (bool)
+  if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
 
   // Busiest moment besides what is saved: the MLP product before down-projection and the
   // residual stream; during backward the gradients of the MLP's intermediates.
-  m.transient = std::max(m.transient, c * t * i + ctx.r * t * h);
-  m.backward_transient += 3 * c * t * i + 2 * ctx.r * t * h;
+  m.transient = std::max(m.transient, c * t * i + ctx.r * th * h);
+  m.backward_transient += 3 * c * t * i + 2 * ctx.r * th * h;
   m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
   return m;
 }
@@ -334,6 +367,19 @@ std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quan
   return 0;
 }
 
+std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp) {
+  if (tp <= 1) return tensor.numel();
+  const bool block_linear = tensor.layer >= 0 && (tensor.module == module_kind::linear ||
+                                                  tensor.module == module_kind::conv1d);
+  if (block_linear) {
+    return tensor.is_bias && !column_parallel(tensor) ? tensor.numel() : tensor.numel() / tp;
+  }
+  if (tensor.role == tensor_role::token_embedding || tensor.role == tensor_role::lm_head) {
+    return ceil_div(tensor.shape[0], tp) * (tensor.numel() / tensor.shape[0]);
+  }
+  return tensor.numel();
+}
+
 std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
 
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
@@ -350,8 +396,21 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         "[model] the detailed training estimator covers dense decoder-only models so far; " +
             spec.architecture + " is not one"};
   }
+  const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
+  if (spec.num_heads % tp != 0 || spec.num_kv_heads % tp != 0 || spec.intermediate_size % tp != 0) {
+    return error{"parallel.invalid_degree", "parallel.tp",
+                 "[parallel.tp] tensor parallelism over " + std::to_string(tp) +
+                     " ranks needs it to divide the attention heads (" +
+                     std::to_string(spec.num_heads) + "), the key/value heads (" +
+                     std::to_string(spec.num_kv_heads) + ") and the MLP width (" +
+                     std::to_string(spec.intermediate_size) + ")"};
+  }
   step_context ctx{spec, config};
   ctx.tokens = config.micro_batch * config.seq_len;
+  ctx.tp = tp;
+  // Sequence parallelism splits the hidden-width tensors along the sequence (Korthikanti et al.
+  // 2022, "Reducing Activation Recomputation in Large Transformer Models").
+  ctx.h_tokens = config.sequence_parallel ? ceil_div(ctx.tokens, tp) : ctx.tokens;
   ctx.c = compute_bytes(config.compute);
   ctx.amp = is_amp(config.compute);
   ctx.full = config.finetune == finetune_kind::full;
@@ -408,25 +467,29 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // (transformers BitsAndBytesConfig skips the output layer).
     const bool quantize = ctx.quantized && t.layer >= 0 && !t.is_bias &&
                           (t.module == module_kind::linear || t.module == module_kind::conv1d);
-    tl.allocate(share(quantize ? quantized_weight_bytes(t.numel(), config.quantization)
-                               : t.numel() * base_bytes,
-                      params_sharded),
-                cat::weights);
+    const std::uint64_t local = tensor_parallel_numel(t, tp);
+    tl.allocate(
+        share(quantize ? quantized_weight_bytes(local, config.quantization) : local * base_bytes,
+              params_sharded),
+        cat::weights);
     if (ctx.full)
-      params.push_back({t.numel(), base_bytes, t.layer, t.shape.back(), t.shape.size() >= 2});
+      params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
   }
   for (const auto& t : spec.tensors) {
     if (!lora_target(config, t)) continue;
-    for (std::uint64_t cols : {tensor_in(t), config.lora_rank}) {
+    // A [r, in] and B [out, r], split with their layer's split dimension.
+    const std::uint64_t in_features = local_in(t, tp);
+    const std::uint64_t out_features = local_out(t, tp);
+    for (std::uint64_t cols : {in_features, config.lora_rank}) {
       const std::uint64_t numel =
-          cols == config.lora_rank ? tensor_out(t) * cols : config.lora_rank * cols;
+          cols == config.lora_rank ? out_features * cols : config.lora_rank * cols;
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
       params.push_back({numel, ctx.adapter_bytes, t.layer, cols, true});
     }
     if (config.dora) {
       // DoRA's magnitude: one trainable value per output feature (PEFT lora_magnitude_vector).
-      tl.allocate(tensor_out(t) * ctx.adapter_bytes, cat::adapters);
-      params.push_back({tensor_out(t), ctx.adapter_bytes, t.layer, tensor_out(t), false});
+      tl.allocate(out_features * ctx.adapter_bytes, cat::adapters);
+      params.push_back({out_features, ctx.adapter_bytes, t.layer, out_features, false});
     }
   }
   for (const auto& p : params) out.trainable_params += p.numel;
@@ -446,7 +509,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   std::vector<std::uint64_t> block_params(spec.layers.size(), 0);
   std::uint64_t root_params = 0;
   for (const auto& t : spec.tensors) {
-    const std::uint64_t bytes = t.numel() * gathered_bytes;
+    const std::uint64_t bytes = tensor_parallel_numel(t, tp) * gathered_bytes;
     if (t.layer >= 0) {
       block_params[static_cast<std::size_t>(t.layer)] += bytes;
     } else {
@@ -458,8 +521,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   for (std::size_t l = 0; l < spec.layers.size(); ++l)
     blocks.push_back(block(ctx, static_cast<int>(l)));
   const std::uint64_t t_tokens = ctx.tokens;
+  const std::uint64_t th = ctx.h_tokens;
   const std::uint64_t h = spec.hidden_size;
-  const std::uint64_t v = spec.vocab_size;
+  const std::uint64_t v = ceil_div(spec.vocab_size, tp);  // vocabulary-parallel LM head
   const std::uint64_t e = spec.embedding_dim;
 
   // torchtune's single-device full fine-tuning recipes step each parameter inside backward
@@ -487,7 +551,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     const int root = params_sharded ? tl.allocate(root_params, cat::gathered_params) : -1;
     if (params_sharded && !blocks.empty())
       gathered[0] = tl.allocate(block_params[0], cat::gathered_params);
-    int residual = tl.allocate(ctx.r * t_tokens * h, cat::activations);  // embedding output
+    int residual = tl.allocate(ctx.r * th * h, cat::activations);  // embedding output
     for (std::size_t l = 0; l < blocks.size(); ++l) {
       const auto& b = blocks[l];
       if (params_sharded && l + 1 < blocks.size()) {
@@ -496,7 +560,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       if (config.grad_ckpt) {
         // Non-reentrant checkpointing keeps only the block input; autocast still caches the
         // weight copies until it exits.
-        saved[l].push_back(tl.allocate(ctx.r * t_tokens * h, cat::activations));
+        saved[l].push_back(tl.allocate(ctx.r * th * h, cat::activations));
         for (auto bytes : b.weight_copies)
           copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
         std::vector<int> live;
@@ -509,7 +573,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       }
       const int busy = tl.allocate(b.transient, cat::activations);
       tl.free(busy);
-      const int next = tl.allocate(ctx.r * t_tokens * h, cat::activations);
+      const int next = tl.allocate(ctx.r * th * h, cat::activations);
       tl.free(residual);
       residual = next;
       if (dp != data_parallel::fsdp_shard_grad_op) {
@@ -521,7 +585,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // upcasts the logits to fp32 and cross-entropy keeps log-softmax's fp32 output.
     tl.phase("loss");
     std::vector<int> head;
-    head.push_back(tl.allocate(4 * t_tokens * h, cat::activations));
+    head.push_back(tl.allocate(4 * th * h, cat::activations));
     if (ctx.autocast_copies) {
       head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
       head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));

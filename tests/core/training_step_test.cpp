@@ -173,3 +173,79 @@ TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") 
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
+  tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
+                tensor_role::attention,
+                module_kind::linear,
+                {4096, 4096},
+                0,
+                false};
+  tensor_spec q_bias{"model.layers.0.self_attn.q_proj.bias",
+                     tensor_role::attention,
+                     module_kind::linear,
+                     {4096},
+                     0,
+                     true};
+  tensor_spec o_bias{"model.layers.0.self_attn.o_proj.bias",
+                     tensor_role::attention,
+                     module_kind::linear,
+                     {4096},
+                     0,
+                     true};
+  tensor_spec embed{"model.embed_tokens.weight",
+                    tensor_role::token_embedding,
+                    module_kind::embedding,
+                    {128256, 4096},
+                    -1,
+                    false};
+  tensor_spec norm{"model.layers.0.input_layernorm.weight",
+                   tensor_role::norm,
+                   module_kind::norm,
+                   {4096},
+                   0,
+                   false};
+  CHECK(tensor_parallel_numel(q, 4) == 4096 * 1024);
+  CHECK(tensor_parallel_numel(q_bias, 4) == 1024);  // column-parallel: split with the outputs
+  CHECK(tensor_parallel_numel(o_bias, 4) == 4096);  // row-parallel: added after the reduce
+  CHECK(tensor_parallel_numel(embed, 3) == 42752ULL * 4096);  // 128256 / 3 rows
+  CHECK(tensor_parallel_numel(norm, 4) == 4096);
+  CHECK(tensor_parallel_numel(q, 1) == q.numel());
+}
+
+TEST_CASE("sequence parallelism divides the activations by the tensor-parallel degree") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.optimizer_step = false;
+  config.micro_batch = 2;
+  config.seq_len = 1024;
+  auto single = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.tp_degree = 4;
+  auto tp = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.sequence_parallel = true;
+  auto sp = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(single.ok());
+  REQUIRE(tp.ok());
+  REQUIRE(sp.ok());
+  const auto activations = [](const training_estimate& e) {
+    return static_cast<double>(
+        e.peak.by_category[static_cast<std::size_t>(memory_category::activations)]);
+  };
+  // Korthikanti et al. 2022: tensor parallelism alone leaves the hidden-width tensors (norms,
+  // column-parallel inputs, residuals) whole on every rank; with sequence parallelism everything
+  // a block keeps is split t ways.
+  CHECK(activations(tp.value()) > activations(single.value()) / 4 * 1.2);
+  CHECK(activations(sp.value()) == doctest::Approx(activations(single.value()) / 4).epsilon(0.03));
+  config.tp_degree = 16;  // 8 key/value heads
+  auto bad = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.failure().code == "parallel.invalid_degree");
+  CHECK(bad.failure().field == "parallel.tp");
+}
+
+}  // namespace
+}  // namespace gpumem

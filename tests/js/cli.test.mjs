@@ -166,3 +166,27 @@ test('detailed estimates under data parallelism shard what each method shards', 
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /parallel\.method/);
 });
+
+test('detailed estimates under tensor (and sequence) parallelism', () => {
+  const base = ['estimate', '--model', 'meta-llama/Llama-3.1-8B', '--micro-batch', '2', '--seq-len', '4096',
+    '--gpu', 'h100-sxm', '--metric', 'allocated', '--json'];
+  const run = (extra) => {
+    const r = gpumem([...base, ...extra]);
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout);
+  };
+  const single = run([]);
+  const tp = run(['--gpus', '4', '--method', 'tensor_parallel']);
+  const sp = run(['--gpus', '4', '--method', 'tensor_parallel', '--sequence-parallel']);
+  assert.deepEqual([tp.parallel.tp, tp.parallel.dp, sp.parallel.sequence_parallel], [4, 1, true]);
+  const weights = (r) => r.per_gpu[0].components.weights;
+  assert.ok(Math.abs(weights(tp) / weights(single) - 0.25) < 0.01);  // norms stay whole
+  // activations dominate at this length: SP splits the hidden-width ones too
+  assert.ok(sp.peak_bytes < tp.peak_bytes && tp.peak_bytes < single.peak_bytes);
+  const bad = gpumem([...base, '--gpus', '16', '--method', 'tensor_parallel']);  // 8 KV heads
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /parallel\.tp/);
+  const spWithDdp = gpumem([...base, '--gpus', '4', '--method', 'ddp', '--sequence-parallel']);
+  assert.equal(spWithDdp.status, 2);
+  assert.match(spWithDdp.stderr, /parallel\.sequence_parallel/);
+});

@@ -75,6 +75,10 @@ struct training_config {
   framework_profile framework = framework_profile::transformers;
   data_parallel sharding = data_parallel::none;
   std::uint64_t dp_degree = 1;
+  // Megatron-style tensor parallelism over tp_degree ranks (estimate_training_step checks the
+  // model divides), optionally with sequence parallelism for the hidden-width activations.
+  std::uint64_t tp_degree = 1;
+  bool sequence_parallel = false;
   // ZeRO-1/2's gradient reduce bucket in elements (DeepSpeed reduce_bucket_size default 5e8;
   // Colossal-AI LowLevelZero 12 Mi); 0: none.
   std::uint64_t reduce_bucket_elements = 0;
@@ -89,7 +93,8 @@ struct training_estimate {
   std::vector<std::string> notes;
 };
 
-// Fails with mode.unsupported_model for architectures the step model does not cover yet.
+// Fails with mode.unsupported_model for architectures the step model does not cover yet, and
+// with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width.
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu);
@@ -98,6 +103,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 // functional.quantize_4bit: 4-bit codes, blocksize 64; double quantisation: 8-bit absmax and one
 // fp32 absmax per 256 blocks, plus the fp32 offset).
 std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quantization);
+
+// The elements of `tensor` one of `tp` tensor-parallel ranks holds (Megatron-LM, Shoeybi et al.
+// 2019): column-parallel linears (q/k/v, gate/up) and their biases split the output features,
+// row-parallel ones (o, down) the input features, the token embedding and LM head the vocabulary
+// (rounded up); norms, position embeddings and row-parallel biases are replicated.
+std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp);
 
 // The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
 // 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
