@@ -35,7 +35,8 @@ Usage:
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
-                                       fsdp_shard_grad_op|tensor_parallel [--sequence-parallel]]
+                                       fsdp_shard_grad_op|tensor_parallel [--sequence-parallel]|
+                                       pipeline [--micro-batches M]]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
@@ -306,6 +307,9 @@ int estimate_command(const arguments& args) {
   request["parallel"] = {{"method", option(args, "method", "single")}};
   if (args.options.count("tp")) request["parallel"]["tp"] = number_option(args.options.at("tp"));
   if (args.options.count("sequence-parallel")) request["parallel"]["sequence_parallel"] = true;
+  if (args.options.count("micro-batches")) {
+    request["parallel"]["micro_batches"] = number_option(args.options.at("micro-batches"));
+  }
   if (args.options.count("dp-tp-fraction")) {
     request["parallel"]["dp_tp_fraction"] = args.options.at("dp-tp-fraction");
   }

@@ -191,34 +191,54 @@ std::string detailed_estimate(const json& request, training_context& c) {
   workload.value().sequence_parallel = layout.sequence_parallel;
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
-  auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
-  if (!estimate.ok()) return respond_error(estimate.failure());
-  const auto& e = estimate.value();
-  const std::uint64_t allocated = e.peak.allocated;
-  const std::uint64_t reserved = e.peak_reserved;
+  workload.value().pp_degree = layout.pp;
+  workload.value().pp_micro_batches = layout.micro_batches;
   const std::uint64_t runtime = c.cluster.cuda_context_bytes + cuda_libraries_bytes();
-  const std::uint64_t device_used = reserved + runtime + e.unmanaged_bytes;
-  rank_estimate rank;
-  for (std::size_t i = 0; i < memory_category_count; ++i) {
-    const std::uint64_t bytes = e.peak.by_category[i];
-    if (bytes > 0)
-      rank.components.push_back({category_name(static_cast<memory_category>(i)), bytes});
-  }
-  if (metric.value() != "allocated")
-    rank.components.push_back({"allocator_cache", reserved - allocated});
-  if (metric.value() == "device_used") {
-    if (e.unmanaged_bytes > 0)
-      rank.components.push_back({"paged_optimizer_states", e.unmanaged_bytes});
-    rank.components.push_back({"cuda_context", c.cluster.cuda_context_bytes});
-    rank.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
-  }
-  rank.last_rank = c.cluster.gpus - 1;  // data-parallel ranks are alike
-  rank.peak_bytes = metric.value() == "allocated"  ? allocated
-                    : metric.value() == "reserved" ? reserved
-                                                   : device_used;
   const std::uint64_t usable = c.cluster.gpu.memory_bytes - c.cluster.headroom_bytes;
-  // The card's total must hold the whole device footprint, whatever metric is reported.
-  rank.fits = device_used <= usable;
+  // One replay for data- and tensor-parallel ranks (they are alike), one per pipeline stage.
+  std::vector<rank_estimate> ranks;
+  std::vector<training_estimate> stages;
+  for (std::uint64_t stage = 0; stage < layout.pp; ++stage) {
+    workload.value().pp_stage = stage;
+    auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
+    if (!estimate.ok()) return respond_error(estimate.failure());
+    const auto& e = estimate.value();
+    const std::uint64_t allocated = e.peak.allocated;
+    const std::uint64_t reserved = e.peak_reserved;
+    const std::uint64_t device_used = reserved + runtime + e.unmanaged_bytes;
+    rank_estimate rank;
+    for (std::size_t i = 0; i < memory_category_count; ++i) {
+      const std::uint64_t bytes = e.peak.by_category[i];
+      if (bytes > 0)
+        rank.components.push_back({category_name(static_cast<memory_category>(i)), bytes});
+    }
+    if (metric.value() != "allocated")
+      rank.components.push_back({"allocator_cache", reserved - allocated});
+    if (metric.value() == "device_used") {
+      if (e.unmanaged_bytes > 0)
+        rank.components.push_back({"paged_optimizer_states", e.unmanaged_bytes});
+      rank.components.push_back({"cuda_context", c.cluster.cuda_context_bytes});
+      rank.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
+    }
+    rank.first_rank = layout.pp > 1 ? stage : 0;
+    rank.last_rank = layout.pp > 1 ? stage : c.cluster.gpus - 1;
+    rank.peak_bytes = metric.value() == "allocated"  ? allocated
+                      : metric.value() == "reserved" ? reserved
+                                                     : device_used;
+    // The card's total must hold the whole device footprint, whatever metric is reported.
+    rank.fits = device_used <= usable;
+    ranks.push_back(rank);
+    stages.push_back(e);
+  }
+  std::size_t worst = 0;
+  bool all_fit = true;
+  std::uint64_t trainable = 0;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i].peak_bytes > ranks[worst].peak_bytes) worst = i;
+    all_fit = all_fit && ranks[i].fits;
+    trainable += stages[i].trainable_params;
+  }
+  const training_estimate& e = stages[worst];
   ordered_json result;
   result["mode"] = "detailed";
   result["metric"] = metric.value();
@@ -228,7 +248,11 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"method", request.value("parallel", json::object()).value("method", "single")},
       {"dp", layout.dp},
       {"tp", layout.tp},
-      {"sequence_parallel", layout.sequence_parallel}};
+      {"sequence_parallel", layout.sequence_parallel},
+      {"pp", layout.pp}};
+  if (layout.pp > 1)
+    result["parallel"]["micro_batches"] =
+        workload.value().pp_micro_batches ? workload.value().pp_micro_batches : layout.pp;
   const auto& w = workload.value();
   result["workload"] = {{"phase", w.optimizer_step ? "train" : "forward_backward"},
                         {"finetune", w.dora                              ? "dora"
@@ -238,14 +262,17 @@ std::string detailed_estimate(const json& request, training_context& c) {
                         {"seq_len", w.seq_len},
                         {"grad_ckpt", w.grad_ckpt},
                         {"attention", w.attention == attention_kernel::eager ? "eager" : "sdpa"}};
-  result["peak_bytes"] = rank.peak_bytes;
-  result["fits"] = rank.fits;
+  // The busiest rank's figures; every rank's in per_gpu.
+  result["peak_bytes"] = ranks[worst].peak_bytes;
+  result["fits"] = all_fit;
   result["peak_phase"] = e.peak.phase;
-  result["allocated_bytes"] = allocated;
-  result["reserved_bytes"] = reserved;
-  result["device_used_bytes"] = device_used;
-  result["trainable_params"] = e.trainable_params;
-  result["per_gpu"] = ordered_json::array({rank_json(rank)});
+  result["allocated_bytes"] = e.peak.allocated;
+  result["reserved_bytes"] = e.peak_reserved;
+  result["device_used_bytes"] = e.peak_reserved + runtime + e.unmanaged_bytes;
+  result["trainable_params"] = trainable;
+  ordered_json per_gpu = ordered_json::array();
+  for (const auto& rank : ranks) per_gpu.push_back(rank_json(rank));
+  result["per_gpu"] = std::move(per_gpu);
   return respond("estimate", std::move(result), ordered_json(c.warnings));
 }
 

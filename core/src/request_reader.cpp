@@ -229,7 +229,8 @@ result<training_workload> read_training_workload(const json& request, const mode
 result<training_parallel> read_training_parallel(const json& request, std::uint64_t gpus) {
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
-  if (auto e = unknown_keys(parallel, "parallel", {"method", "sequence_parallel"})) return *e;
+  if (auto e = unknown_keys(parallel, "parallel", {"method", "sequence_parallel", "micro_batches"}))
+    return *e;
   const json method = parallel.value("method", json("single"));
   const json sp = parallel.value("sequence_parallel", json(false));
   if (!sp.is_boolean()) {
@@ -237,9 +238,17 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
                  "[parallel.sequence_parallel] must be true or false, got " + sp.dump()};
   }
   const bool tensor = method == json("tensor_parallel");
+  const bool pipeline = method == json("pipeline");
+  config_reader in(parallel, "parallel", "request");
+  const std::uint64_t micro_batches = in.optional({"micro_batches"}, 0, 1ULL << 20, 1);
+  if (auto problem = in.problem("")) return *problem;
+  if (parallel.contains("micro_batches") && !pipeline) {
+    return error{"request.invalid_value", "parallel.micro_batches",
+                 "[parallel.micro_batches] applies to method pipeline only"};
+  }
   const auto value =
       method.is_string() ? data_parallel_named(method.get<std::string>()) : std::nullopt;
-  if (value || tensor) {
+  if (value || tensor || pipeline) {
     const bool single = value && *value == data_parallel::none;
     if (single != (gpus == 1)) {
       return error{"parallel.invalid_method", "parallel.method",
@@ -255,6 +264,9 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
     if (tensor) {
       out.tp = gpus;
       out.sequence_parallel = sp.get<bool>();
+    } else if (pipeline) {
+      out.pp = gpus;
+      out.micro_batches = micro_batches;
     } else {
       out.sharding = *value;
       out.dp = gpus;
@@ -264,8 +276,8 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
   return error{
       "mode.unavailable", "parallel.method",
       "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
-      "gemini, fsdp_full_shard, fsdp_shard_grad_op or tensor_parallel (pipeline parallelism and "
-      "hybrids: mode \"llmem\"); got " +
+      "gemini, fsdp_full_shard, fsdp_shard_grad_op, tensor_parallel or pipeline (hybrids: mode "
+      "\"llmem\"); got " +
           method.dump()};
 }
 

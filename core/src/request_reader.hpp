@@ -58,11 +58,14 @@ struct training_parallel {
   std::uint64_t dp = 1;
   std::uint64_t tp = 1;
   bool sequence_parallel = false;
+  std::uint64_t pp = 1;
+  std::uint64_t micro_batches = 0;  // per optimizer step, pipeline only (0: as many as stages)
 };
 
 // Detailed mode's `parallel`: `method` single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,
-// fsdp_shard_grad_op (data parallelism over cluster.gpus ranks) or tensor_parallel (over all of
-// them, with `sequence_parallel` true or false).
+// fsdp_shard_grad_op (data parallelism over cluster.gpus ranks), tensor_parallel (over all of
+// them, with `sequence_parallel` true or false) or pipeline (one stage per GPU, 1F1B, with
+// `micro_batches` per step).
 result<training_parallel> read_training_parallel(const nlohmann::json& request, std::uint64_t gpus);
 
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").

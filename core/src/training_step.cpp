@@ -380,6 +380,17 @@ std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp)
   return tensor.numel();
 }
 
+stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage) {
+  const std::size_t n = static_cast<std::size_t>(stages);
+  const std::size_t s = static_cast<std::size_t>(stage);
+  const std::size_t base = layers / n;
+  const std::size_t extra = layers % n;
+  stage_layers out;
+  out.first = s * base + std::min(s, extra);
+  out.last = out.first + base + (s < extra ? 1 : 0);
+  return out;
+}
+
 std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
 
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
@@ -405,6 +416,39 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                      std::to_string(spec.num_kv_heads) + ") and the MLP width (" +
                      std::to_string(spec.intermediate_size) + ")"};
   }
+  const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
+  if (pp > spec.layers.size() || config.pp_stage >= pp) {
+    return error{"parallel.invalid_degree", "parallel.pp",
+                 "[parallel.pp] a pipeline needs at least one of the " +
+                     std::to_string(spec.layers.size()) + " blocks per stage; got " +
+                     std::to_string(pp) + " stages"};
+  }
+  if (pp > 1 && (tp > 1 || config.sharding != data_parallel::none)) {
+    return error{"mode.unavailable", "parallel.method",
+                 "[parallel.method] the detailed estimator does not combine pipeline parallelism "
+                 "with tensor or data parallelism yet (mode \"llmem\" plans DP+TP)"};
+  }
+  const stage_layers stage = pipeline_stage_layers(spec.layers.size(), pp, config.pp_stage);
+  const bool first_stage = config.pp_stage == 0;
+  const bool last_stage = config.pp_stage + 1 == pp;
+  // 1F1B: stage s has started the forward of p - s micro-batches when the first backward reaches
+  // it (Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters").
+  const std::uint64_t micro_batches = config.pp_micro_batches ? config.pp_micro_batches : pp;
+  const std::uint64_t in_flight = std::min(pp - config.pp_stage, micro_batches);
+  // What a stage holds: its blocks; the first the embeddings, the last the final norm and LM
+  // head (with tied embeddings its own copy of the token embedding as the head, Megatron-LM's
+  // shared word embeddings).
+  const auto on_stage = [&](const tensor_spec& t) {
+    if (t.layer >= 0) {
+      const auto l = static_cast<std::size_t>(t.layer);
+      return l >= stage.first && l < stage.last;
+    }
+    const bool input_side = t.role == tensor_role::token_embedding ||
+                            t.role == tensor_role::position_embedding ||
+                            t.name.find("project_in") != std::string::npos;
+    if (t.role == tensor_role::token_embedding && spec.tied_embeddings && last_stage) return true;
+    return input_side ? first_stage : last_stage;
+  };
   step_context ctx{spec, config};
   ctx.tokens = config.micro_batch * config.seq_len;
   ctx.tp = tp;
@@ -463,6 +507,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   };
   std::vector<trainable> params;
   for (const auto& t : spec.tensors) {
+    if (!on_stage(t)) continue;
     // QLoRA quantises the blocks' linear layers; embeddings, norms and the LM head stay 16-bit
     // (transformers BitsAndBytesConfig skips the output layer).
     const bool quantize = ctx.quantized && t.layer >= 0 && !t.is_bias &&
@@ -476,7 +521,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
   }
   for (const auto& t : spec.tensors) {
-    if (!lora_target(config, t)) continue;
+    if (!lora_target(config, t) || !on_stage(t)) continue;
     // A [r, in] and B [out, r], split with their layer's split dimension.
     const std::uint64_t in_features = local_in(t, tp);
     const std::uint64_t out_features = local_out(t, tp);
@@ -509,6 +554,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   std::vector<std::uint64_t> block_params(spec.layers.size(), 0);
   std::uint64_t root_params = 0;
   for (const auto& t : spec.tensors) {
+    if (!on_stage(t)) continue;
     const std::uint64_t bytes = tensor_parallel_numel(t, tp) * gathered_bytes;
     if (t.layer >= 0) {
       block_params[static_cast<std::size_t>(t.layer)] += bytes;
@@ -549,72 +595,87 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // after it ran.
     std::vector<int> gathered(blocks.size(), -1);
     const int root = params_sharded ? tl.allocate(root_params, cat::gathered_params) : -1;
-    if (params_sharded && !blocks.empty())
-      gathered[0] = tl.allocate(block_params[0], cat::gathered_params);
-    int residual = tl.allocate(ctx.r * th * h, cat::activations);  // embedding output
-    for (std::size_t l = 0; l < blocks.size(); ++l) {
-      const auto& b = blocks[l];
-      if (params_sharded && l + 1 < blocks.size()) {
-        gathered[l + 1] = tl.allocate(block_params[l + 1], cat::gathered_params);
+    if (params_sharded && stage.first < stage.last)
+      gathered[stage.first] = tl.allocate(block_params[stage.first], cat::gathered_params);
+    // Pipeline stages run the forward of the micro-batches ahead of the one stepped back first;
+    // their saved tensors wait for their own backward.
+    std::vector<int> waiting;
+    int residual = -1;
+    for (std::uint64_t mb = 0; mb < in_flight; ++mb) {
+      const bool stepped_back = mb + 1 == in_flight;
+      // The embedding output, or the activation received from the previous stage.
+      residual = tl.allocate(ctx.r * th * h, cat::activations);
+      for (std::size_t l = stage.first; l < stage.last; ++l) {
+        const auto& b = blocks[l];
+        std::vector<int>& keep = stepped_back ? saved[l] : waiting;
+        if (params_sharded && l + 1 < stage.last) {
+          gathered[l + 1] = tl.allocate(block_params[l + 1], cat::gathered_params);
+        }
+        if (config.grad_ckpt) {
+          // Non-reentrant checkpointing keeps only the block input; autocast still caches the
+          // weight copies until it exits.
+          keep.push_back(tl.allocate(ctx.r * th * h, cat::activations));
+          for (auto bytes : b.weight_copies)
+            copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
+          std::vector<int> live;
+          for (auto bytes : b.saved) live.push_back(tl.allocate(bytes, cat::activations));
+          for (int id : live) tl.free(id);
+        } else {
+          for (auto bytes : b.weight_copies)
+            keep.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
+          for (auto bytes : b.saved) keep.push_back(tl.allocate(bytes, cat::activations));
+        }
+        const int busy = tl.allocate(b.transient, cat::activations);
+        tl.free(busy);
+        const int next = tl.allocate(ctx.r * th * h, cat::activations);
+        tl.free(residual);
+        residual = next;
+        if (dp != data_parallel::fsdp_shard_grad_op) {
+          tl.free(gathered[l]);
+          gathered[l] = -1;
+        }
       }
-      if (config.grad_ckpt) {
-        // Non-reentrant checkpointing keeps only the block input; autocast still caches the
-        // weight copies until it exits.
-        saved[l].push_back(tl.allocate(ctx.r * th * h, cat::activations));
-        for (auto bytes : b.weight_copies)
-          copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
-        std::vector<int> live;
-        for (auto bytes : b.saved) live.push_back(tl.allocate(bytes, cat::activations));
-        for (int id : live) tl.free(id);
-      } else {
-        for (auto bytes : b.weight_copies)
-          saved[l].push_back(tl.allocate(bytes, cat::autocast_weight_copies));
-        for (auto bytes : b.saved) saved[l].push_back(tl.allocate(bytes, cat::activations));
-      }
-      const int busy = tl.allocate(b.transient, cat::activations);
-      tl.free(busy);
-      const int next = tl.allocate(ctx.r * th * h, cat::activations);
-      tl.free(residual);
-      residual = next;
-      if (dp != data_parallel::fsdp_shard_grad_op) {
-        tl.free(gathered[l]);
-        gathered[l] = -1;
+      if (!last_stage) {
+        tl.free(residual);  // sent to the next stage
+        residual = -1;
       }
     }
     // Final norm, LM head (16-bit copy of its weight under autocast) and the loss: transformers
     // upcasts the logits to fp32 and cross-entropy keeps log-softmax's fp32 output.
-    tl.phase("loss");
     std::vector<int> head;
-    head.push_back(tl.allocate(4 * th * h, cat::activations));
-    if (ctx.autocast_copies) {
-      head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
-      head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
-    }
-    const std::uint64_t tv = t_tokens * v;
     int log_softmax = -1;
     int kept_logits = -1;  // logits the framework keeps referenced into the backward
-    if (config.framework == framework_profile::litgpt) {
-      // litgpt projects in 128-token chunks and Fabric casts the outputs to fp32
-      // (_FabricModule.forward convert_output); fit() holds them through backward, and
-      // chunked_cross_entropy keeps each chunk's fp32 log-softmax.
-      kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
-      log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
-    } else if (config.framework == framework_profile::torchtune) {
-      // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
-      // cross-entropy (CEWithChunkedOutputLoss), logits deleted before backward.
-      const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
-      log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
-      const int upcast = tl.allocate(4 * tv / 8, cat::logits_and_loss);
-      tl.free(upcast);
-      tl.free(chunks);
-    } else {
-      // transformers: the logits, their fp32 upcast (ForCausalLMLoss), log-softmax's output.
-      const int logits = tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * tv, cat::logits_and_loss);
-      const int upcast =
-          ctx.c == 4 || spec.logits_fp32 ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
-      log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
-      tl.free(upcast);
-      tl.free(logits);
+    const std::uint64_t tv = t_tokens * v;
+    if (last_stage) {
+      tl.phase("loss");
+      head.push_back(tl.allocate(4 * th * h, cat::activations));
+      if (ctx.autocast_copies) {
+        head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
+        head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
+      }
+      if (config.framework == framework_profile::litgpt) {
+        // litgpt projects in 128-token chunks and Fabric casts the outputs to fp32
+        // (_FabricModule.forward convert_output); fit() holds them through backward, and
+        // chunked_cross_entropy keeps each chunk's fp32 log-softmax.
+        kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
+        log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+      } else if (config.framework == framework_profile::torchtune) {
+        // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
+        // cross-entropy (CEWithChunkedOutputLoss), logits deleted before backward.
+        const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
+        log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+        const int upcast = tl.allocate(4 * tv / 8, cat::logits_and_loss);
+        tl.free(upcast);
+        tl.free(chunks);
+      } else {
+        // transformers: the logits, their fp32 upcast (ForCausalLMLoss), log-softmax's output.
+        const int logits = tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * tv, cat::logits_and_loss);
+        const int upcast =
+            ctx.c == 4 || spec.logits_fp32 ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
+        log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+        tl.free(upcast);
+        tl.free(logits);
+      }
     }
     tl.free(residual);
     if (config.grad_ckpt) {
@@ -655,7 +716,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       tl.allocate(config.reduce_bucket_elements * (ctx.full ? full_bytes : ctx.adapter_bytes),
                   cat::communication_buffers);
     }
-    {
+    // A stage before the last receives the gradient of its output from the next stage.
+    const int received = last_stage ? -1 : tl.allocate(ctx.r * th * h, cat::activations);
+    if (last_stage) {
       // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
       // makes another while that one and its saved output are alive; then the gradient is cast
       // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data).
@@ -670,7 +733,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       tl.free(grad_c);
       for (int id : head) tl.free(id);
     }
-    for (std::size_t l = blocks.size(); l-- > 0;) {
+    for (std::size_t l = stage.last; l-- > stage.first;) {
       const auto& b = blocks[l];
       std::vector<int> recomputed;
       if (config.grad_ckpt) {
@@ -692,6 +755,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       tl.free(gathered[l]);
       gathered[l] = -1;
     }
+    tl.free(received);
+    if (!last_stage) grads_for(-1);      // the first stage's embeddings, stepped back last
+    for (int id : waiting) tl.free(id);  // (their backward follows, with the gradients alive)
     tl.free(root);
 
     if (!config.optimizer_step) break;

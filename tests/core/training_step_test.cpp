@@ -249,3 +249,61 @@ TEST_CASE("sequence parallelism divides the activations by the tensor-parallel d
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("pipeline stages split the blocks evenly, the first stages taking the remainder") {
+  CHECK(pipeline_stage_layers(32, 4, 0).first == 0);
+  CHECK(pipeline_stage_layers(32, 4, 3).first == 24);
+  CHECK(pipeline_stage_layers(32, 4, 3).last == 32);
+  // 12 blocks over 5 stages: 3, 3, 2, 2, 2.
+  CHECK(pipeline_stage_layers(12, 5, 1).first == 3);
+  CHECK(pipeline_stage_layers(12, 5, 1).last == 6);
+  CHECK(pipeline_stage_layers(12, 5, 2).last == 8);
+  CHECK(pipeline_stage_layers(12, 5, 4).last == 12);
+}
+
+TEST_CASE(
+    "1F1B: stage s keeps the activations of p - s micro-batches; the ends hold the embeddings") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.micro_batch = 2;
+  config.seq_len = 1024;
+  config.pp_degree = 4;
+  std::vector<training_estimate> stages;
+  for (std::uint64_t s = 0; s < 4; ++s) {
+    config.pp_stage = s;
+    auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+    REQUIRE(e.ok());
+    stages.push_back(e.value());
+  }
+  const auto category = [](const training_estimate& e, memory_category c) {
+    return static_cast<double>(e.peak.by_category[static_cast<std::size_t>(c)]);
+  };
+  // Stages 1 and 2 run 4 blocks each and differ only in micro-batches in flight (3 and 2) when
+  // their first backward starts.
+  CHECK(stages[1].peak.phase == "backward");
+  CHECK(category(stages[1], memory_category::activations) /
+            category(stages[2], memory_category::activations) ==
+        doctest::Approx(1.5).epsilon(0.05));
+  // 4 of 16 blocks each; the first stage adds the token embedding, the last the final norm and
+  // (tied embeddings) its own copy of the embedding as the LM head: 128256 x 2048 fp32.
+  std::uint64_t block = 0;
+  for (const auto& t : spec.value().tensors)
+    if (t.layer == 0) block += allocator_round(4 * t.numel());
+  const double embedding = 128256.0 * 2048 * 4;
+  CHECK(stages[1].trainable_params == stages[2].trainable_params);
+  CHECK(static_cast<double>(stages[0].trainable_params - stages[1].trainable_params) ==
+        128256.0 * 2048);
+  CHECK(static_cast<double>(stages[3].trainable_params - stages[1].trainable_params) ==
+        128256.0 * 2048 + 2048);
+  CHECK(category(stages[1], memory_category::weights) ==
+        doctest::Approx(4.0 * static_cast<double>(block)).epsilon(0.01));
+  CHECK(category(stages[0], memory_category::weights) ==
+        doctest::Approx(4.0 * static_cast<double>(block) + embedding).epsilon(0.01));
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -167,7 +167,7 @@ test('detailed estimates under data parallelism shard what each method shards', 
   assert.match(bad.stderr, /parallel\.method/);
 });
 
-test('detailed estimates under tensor (and sequence) parallelism', () => {
+test('detailed estimates under tensor (and sequence) and pipeline parallelism', () => {
   const base = ['estimate', '--model', 'meta-llama/Llama-3.1-8B', '--micro-batch', '2', '--seq-len', '4096',
     '--gpu', 'h100-sxm', '--metric', 'allocated', '--json'];
   const run = (extra) => {
@@ -186,6 +186,14 @@ test('detailed estimates under tensor (and sequence) parallelism', () => {
   const bad = gpumem([...base, '--gpus', '16', '--method', 'tensor_parallel']);  // 8 KV heads
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /parallel\.tp/);
+  // Pipeline: one entry per stage; the first holds the most micro-batches in flight (1F1B).
+  const pp = run(['--gpus', '4', '--method', 'pipeline']);
+  assert.deepEqual(pp.per_gpu.map((r) => r.ranks.first), [0, 1, 2, 3]);
+  assert.deepEqual([pp.parallel.pp, pp.parallel.micro_batches], [4, 4]);
+  assert.equal(pp.peak_bytes, Math.max(...pp.per_gpu.map((r) => r.peak_bytes)));
+  assert.ok(pp.per_gpu[1].peak_bytes > pp.per_gpu[2].peak_bytes);
+  const fewer = run(['--gpus', '4', '--method', 'pipeline', '--micro-batches', '2']);
+  assert.ok(fewer.per_gpu[0].peak_bytes < pp.per_gpu[0].peak_bytes);
   const spWithDdp = gpumem([...base, '--gpus', '4', '--method', 'ddp', '--sequence-parallel']);
   assert.equal(spWithDdp.status, 2);
   assert.match(spWithDdp.stderr, /parallel\.sequence_parallel/);

@@ -79,6 +79,12 @@ struct training_config {
   // model divides), optionally with sequence parallelism for the hidden-width activations.
   std::uint64_t tp_degree = 1;
   bool sequence_parallel = false;
+  // Pipeline parallelism over pp_degree stages with the 1F1B schedule: this replay is stage
+  // pp_stage, which holds the activations of min(pp_degree - pp_stage, pp_micro_batches)
+  // micro-batches at once (0: as many micro-batches as stages).
+  std::uint64_t pp_degree = 1;
+  std::uint64_t pp_stage = 0;
+  std::uint64_t pp_micro_batches = 0;
   // ZeRO-1/2's gradient reduce bucket in elements (DeepSpeed reduce_bucket_size default 5e8;
   // Colossal-AI LowLevelZero 12 Mi); 0: none.
   std::uint64_t reduce_bucket_elements = 0;
@@ -94,7 +100,8 @@ struct training_estimate {
 };
 
 // Fails with mode.unsupported_model for architectures the step model does not cover yet, and
-// with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width.
+// with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width
+// or pp_degree exceeds the layers.
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu);
@@ -109,6 +116,14 @@ std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quan
 // row-parallel ones (o, down) the input features, the token embedding and LM head the vocabulary
 // (rounded up); norms, position embeddings and row-parallel biases are replicated.
 std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp);
+
+// The blocks [first, last) pipeline stage `stage` of `stages` runs: an even split, the first
+// (layers mod stages) stages taking one more (Megatron-LM's uniform split when it divides).
+struct stage_layers {
+  std::size_t first = 0;
+  std::size_t last = 0;
+};
+stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage);
 
 // The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
 // 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
