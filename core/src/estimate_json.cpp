@@ -86,6 +86,7 @@ ordered_json plan_json(const plan_result& plan) {
   for (const auto& c : plan.candidates) {
     ordered_json entry = {{"method", c.method},
                           {"tp", c.parallel.tp},
+                          {"sequence_parallel", c.sequence_parallel},
                           {"valid", c.valid},
                           {"fits", c.fits},
                           {"max_micro_batch", c.max_micro_batch},
@@ -103,6 +104,7 @@ ordered_json plan_json(const plan_result& plan) {
     const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
     choice = {{"method", c.method},
               {"tp", c.parallel.tp},
+              {"sequence_parallel", c.sequence_parallel},
               {"max_micro_batch", c.max_micro_batch},
               {"peak_bytes", c.at_max.peak_bytes},
               {"tokens_per_s", c.speed.tokens_per_s},

@@ -195,10 +195,12 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       {"zero2", data_parallel::zero2, parallel_method::cdp},
       {"zero3", data_parallel::zero3, parallel_method::adp},
       {"fsdp_full_shard", data_parallel::fsdp_full_shard, parallel_method::adp},
-      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp}};
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp},
+      // Megatron-style TP over all the GPUs, with sequence parallelism (it only saves memory).
+      {"tensor_parallel", data_parallel::none, parallel_method::tp}};
   static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
   const method* begin = cluster.gpus > 1 ? multi : one;
-  const method* end = cluster.gpus > 1 ? multi + 6 : one + 1;
+  const method* end = cluster.gpus > 1 ? multi + 7 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);
   const std::uint64_t runtime = cluster.cuda_context_bytes + cuda_libraries_bytes();
   step_time_options speed = options.speed;
@@ -212,10 +214,23 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   for (const method* m = begin; m != end; ++m) {
     plan_candidate c;
     c.method = m->name;
-    c.parallel = {m->timing, 1, false};
+    const bool tensor = m->timing == parallel_method::tp;
+    c.parallel = {m->timing, tensor ? cluster.gpus : 1, false};
+    c.sequence_parallel = tensor;
     training_config config = workload;
     config.sharding = m->sharding;
-    config.dp_degree = cluster.gpus;
+    config.dp_degree = tensor ? 1 : cluster.gpus;
+    config.tp_degree = tensor ? cluster.gpus : 1;
+    config.sequence_parallel = tensor;
+    step_time_options timing = speed;
+    timing.all_reduce_every_linear = !tensor;  // Megatron: two all-reduces per block and pass
+    if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
+      c.valid = false;  // its all-reduces would cross the inter-node network every block
+      c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
+               " GPUs)";
+      plan.candidates.push_back(c);
+      continue;
+    }
     // The device footprint at a batch, or an error for a model the estimator does not cover.
     std::optional<error> failure;
     auto device_used = [&](std::uint64_t batch, training_estimate* keep) -> std::uint64_t {
@@ -243,6 +258,12 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
         (fits(mid) ? good : bad) = mid;
       }
     }
+    if (failure && tensor && failure->code == "parallel.invalid_degree") {
+      c.valid = false;
+      c.note = failure->message;
+      plan.candidates.push_back(c);
+      continue;
+    }
     if (failure) return *failure;
     c.max_micro_batch = good;
     c.fits = good > 0;
@@ -260,14 +281,17 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.at_max.components.push_back({"allocator_cache", at.peak_reserved - at.peak.allocated});
     c.at_max.components.push_back({"cuda_context", cluster.cuda_context_bytes});
     c.at_max.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
-    c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, speed);
+    c.speed =
+        estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, timing);
     plan.candidates.push_back(c);
   }
   if (!choose_fastest(plan)) {
-    const auto& smallest = *std::min_element(plan.candidates.begin(), plan.candidates.end(),
-                                             [](const plan_candidate& a, const plan_candidate& b) {
-                                               return a.at_max.peak_bytes < b.at_max.peak_bytes;
-                                             });
+    // The leanest of the methods that can run here (the first one always can).
+    const plan_candidate* leanest = &plan.candidates.front();
+    for (const auto& c : plan.candidates) {
+      if (c.valid && c.at_max.peak_bytes < leanest->at_max.peak_bytes) leanest = &c;
+    }
+    const plan_candidate& smallest = *leanest;
     plan.reason = "Nothing fits at micro-batch 1: the leanest method, " + smallest.method +
                   ", needs " + gib_text(smallest.at_max.peak_bytes) + " per GPU of " +
                   gib_text(usable) +

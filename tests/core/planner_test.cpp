@@ -168,7 +168,7 @@ TEST_CASE("a plan's chosen batch is the estimate's largest fitting batch") {
   CHECK_FALSE(fits(batch + 1));
 }
 
-TEST_CASE("detailed plans: data-parallel candidates, each at its largest fitting micro-batch") {
+TEST_CASE("detailed plans: data- and tensor-parallel candidates, each at its largest batch") {
   json request = {{"command", "plan"},
                   {"model", "meta-llama/Llama-3.2-1B"},
                   {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
@@ -179,7 +179,7 @@ TEST_CASE("detailed plans: data-parallel candidates, each at its largest fitting
   CHECK(plan.at("mode") == "detailed");
   std::string names;
   for (const auto& c : plan.at("candidates")) names += c.at("method").get<std::string>() + " ";
-  CHECK(names == "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op ");
+  CHECK(names == "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op tensor_parallel ");
   REQUIRE(plan.at("choice").is_object());
   for (const auto& c : plan.at("candidates")) {
     if (c.at("fits") != true) continue;
@@ -188,7 +188,9 @@ TEST_CASE("detailed plans: data-parallel candidates, each at its largest fitting
       json e = {{"command", "estimate"},
                 {"model", "meta-llama/Llama-3.2-1B"},
                 {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
-                {"parallel", {{"method", c.at("method")}}},
+                {"parallel", c.at("sequence_parallel") == true
+                                 ? json{{"method", c.at("method")}, {"sequence_parallel", true}}
+                                 : json{{"method", c.at("method")}}},
                 {"workload", {{"micro_batch", b}, {"seq_len", 1024}}}};
       return test::call(e).at("result");
     };
@@ -207,6 +209,32 @@ TEST_CASE("detailed plans: data-parallel candidates, each at its largest fitting
   CHECK(peak("zero3") >= peak("zero2"));
   CHECK(peak("zero2") >= peak("zero1"));
   CHECK(peak("zero1") >= peak("ddp"));
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("detailed plans skip tensor parallelism where it cannot run, and say why") {
+  // Llama-3.2-1B has 8 key/value heads: no 16-way TP.
+  json request = {{"command", "plan"},
+                  {"model", "meta-llama/Llama-3.2-1B"},
+                  {"cluster", {{"gpu", "a100-sxm4-80gb"}, {"gpus", 16}}},
+                  {"workload", {{"seq_len", 1024}}}};
+  json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  const json& tp = r.at("result").at("candidates").back();
+  CHECK(tp.at("method") == "tensor_parallel");
+  CHECK(tp.at("valid") == false);
+  CHECK(tp.at("note").get<std::string>().find("key/value heads (8)") != std::string::npos);
+  CHECK(r.at("result").at("choice").at("method") != "tensor_parallel");
+  // Across nodes: TP's per-block all-reduces would cross the network.
+  request["cluster"] = {{"gpu", "a100-sxm4-80gb"}, {"gpus", 8}, {"gpus_per_node", 4}};
+  r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  CHECK(r.at("result").at("candidates").back().at("valid") == false);
 }
 
 }  // namespace

@@ -21,8 +21,9 @@ namespace gpumem {
 struct plan_candidate {
   std::string method;  // what the response calls it (LLMem's or the detailed estimator's name)
   parallel_config parallel;
-  bool valid = true;  // false: the method cannot run here (see note)
-  std::string note;   // why not, when not valid
+  bool sequence_parallel = false;  // detailed tensor_parallel: with sequence parallelism
+  bool valid = true;               // false: the method cannot run here (see note)
+  std::string note;                // why not, when not valid
   std::uint64_t max_micro_batch = 0;
   rank_estimate at_max;  // the estimate at max_micro_batch (at 1 when nothing fits)
   step_time speed;       // at max_micro_batch
@@ -63,9 +64,9 @@ std::vector<parallel_config> candidate_methods(std::uint64_t gpus);
 result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts,
                                const cluster_spec& cluster, const plan_options& options);
 
-// The detailed estimator's plan: for one GPU the single run; for more, DDP, ZeRO-1/2/3 and
-// FSDP full / grad-op sharding over all of them — each method's largest micro-batch whose
-// device footprint fits, and the fastest.
+// The detailed estimator's plan: for one GPU the single run; for more, DDP, ZeRO-1/2/3, FSDP
+// full / grad-op sharding and tensor + sequence parallelism (within a node) over all of them —
+// each method's largest micro-batch whose device footprint fits, and the fastest.
 result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
                                   const cluster_spec& cluster, const training_config& workload,
                                   const plan_options& options);
