@@ -37,6 +37,7 @@ Usage:
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
                                        fsdp_shard_grad_op|tensor_parallel [--sequence-parallel]|
                                        pipeline [--micro-batches M]]
+                    [--tp T: DP+TP, T tensor-parallel GPUs per data-parallel group]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]

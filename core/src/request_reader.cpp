@@ -229,7 +229,8 @@ result<training_workload> read_training_workload(const json& request, const mode
 result<training_parallel> read_training_parallel(const json& request, std::uint64_t gpus) {
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
-  if (auto e = unknown_keys(parallel, "parallel", {"method", "sequence_parallel", "micro_batches"}))
+  if (auto e = unknown_keys(parallel, "parallel",
+                            {"method", "sequence_parallel", "micro_batches", "tp"}))
     return *e;
   const json method = parallel.value("method", json("single"));
   const json sp = parallel.value("sequence_parallel", json(false));
@@ -241,6 +242,7 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
   const bool pipeline = method == json("pipeline");
   config_reader in(parallel, "parallel", "request");
   const std::uint64_t micro_batches = in.optional({"micro_batches"}, 0, 1ULL << 20, 1);
+  const std::uint64_t tp = in.optional({"tp"}, 1, gpus, 1);
   if (auto problem = in.problem("")) return *problem;
   if (parallel.contains("micro_batches") && !pipeline) {
     return error{"request.invalid_value", "parallel.micro_batches",
@@ -256,9 +258,28 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
                        (gpus == 1 ? " needs at least 2 GPUs" : " runs on one GPU") +
                        " (cluster.gpus is " + std::to_string(gpus) + ")"};
     }
-    if (sp.get<bool>() && !tensor) {
+    // Data parallelism may run over groups of `tp` tensor-parallel GPUs (DP+TP, Megatron-LM's
+    // layout; ZeRO over the data-parallel ranks like its distributed optimizer).
+    const bool hybrid = value && !single && parallel.contains("tp") && tp > 1;
+    if (parallel.contains("tp") && !tensor && !(value && !single)) {
+      return error{"request.invalid_value", "parallel.tp",
+                   "[parallel.tp] applies to the data-parallel methods (DP+TP) and "
+                   "tensor_parallel only"};
+    }
+    if (hybrid && (gpus % tp != 0 || tp == gpus)) {
+      return error{"parallel.invalid_tp", "parallel.tp",
+                   "[parallel.tp] must divide cluster.gpus (" + std::to_string(gpus) +
+                       ") and leave at least 2 data-parallel groups; got " + std::to_string(tp)};
+    }
+    if (tensor && parallel.contains("tp") && tp != gpus) {
+      return error{"parallel.invalid_tp", "parallel.tp",
+                   "[parallel.tp] tensor_parallel runs over all " + std::to_string(gpus) +
+                       " GPUs; for fewer use a data-parallel method with tp (DP+TP)"};
+    }
+    if (sp.get<bool>() && !tensor && !hybrid) {
       return error{"request.invalid_value", "parallel.sequence_parallel",
-                   "[parallel.sequence_parallel] applies to method tensor_parallel only"};
+                   "[parallel.sequence_parallel] applies to tensor parallelism only "
+                   "(tensor_parallel, or a data-parallel method with tp > 1)"};
     }
     training_parallel out;
     if (tensor) {
@@ -269,16 +290,17 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
       out.micro_batches = micro_batches;
     } else {
       out.sharding = *value;
-      out.dp = gpus;
+      out.tp = hybrid ? tp : 1;
+      out.dp = gpus / out.tp;
+      out.sequence_parallel = sp.get<bool>();
     }
     return out;
   }
-  return error{
-      "mode.unavailable", "parallel.method",
-      "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
-      "gemini, fsdp_full_shard, fsdp_shard_grad_op, tensor_parallel or pipeline (hybrids: mode "
-      "\"llmem\"); got " +
-          method.dump()};
+  return error{"mode.unavailable", "parallel.method",
+               "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
+               "gemini, fsdp_full_shard, fsdp_shard_grad_op (with tp: DP+TP), tensor_parallel or "
+               "pipeline; got " +
+                   method.dump()};
 }
 
 result<std::string> read_metric(const json& request) {

@@ -307,3 +307,31 @@ TEST_CASE(
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("DP+TP: ZeRO shards each tensor-parallel rank's states over the data-parallel ranks") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.seq_len = 128;
+  auto single = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.tp_degree = 2;
+  config.sharding = data_parallel::zero1;
+  config.dp_degree = 4;
+  auto hybrid = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(single.ok());
+  REQUIRE(hybrid.ok());
+  const auto states = [](const training_estimate& e) {
+    return static_cast<double>(
+        e.peak.by_category[static_cast<std::size_t>(memory_category::optimizer_states)]);
+  };
+  REQUIRE(single.value().peak.phase == "optimizer step");
+  REQUIRE(hybrid.value().peak.phase == "optimizer step");
+  // Norms are replicated across the TP pair, so slightly more than 1/8.
+  CHECK(states(hybrid.value()) / states(single.value()) == doctest::Approx(1.0 / 8).epsilon(0.02));
+}
+
+}  // namespace
+}  // namespace gpumem

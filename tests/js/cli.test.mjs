@@ -167,7 +167,7 @@ test('detailed estimates under data parallelism shard what each method shards', 
   assert.match(bad.stderr, /parallel\.method/);
 });
 
-test('detailed estimates under tensor (and sequence) and pipeline parallelism', () => {
+test('detailed estimates under tensor (and sequence), pipeline and DP+TP parallelism', () => {
   const base = ['estimate', '--model', 'meta-llama/Llama-3.1-8B', '--micro-batch', '2', '--seq-len', '4096',
     '--gpu', 'h100-sxm', '--metric', 'allocated', '--json'];
   const run = (extra) => {
@@ -194,6 +194,13 @@ test('detailed estimates under tensor (and sequence) and pipeline parallelism', 
   assert.ok(pp.per_gpu[1].peak_bytes > pp.per_gpu[2].peak_bytes);
   const fewer = run(['--gpus', '4', '--method', 'pipeline', '--micro-batches', '2']);
   assert.ok(fewer.per_gpu[0].peak_bytes < pp.per_gpu[0].peak_bytes);
+  // DP+TP: ZeRO-1 over 4 data-parallel groups of 2 tensor-parallel GPUs.
+  const hybrid = run(['--gpus', '8', '--method', 'zero1', '--tp', '2']);
+  assert.deepEqual([hybrid.parallel.dp, hybrid.parallel.tp], [4, 2]);
+  assert.ok(Math.abs(weights(hybrid) / weights(single) - 0.5) < 0.01);
+  const badTp = gpumem([...base, '--gpus', '8', '--method', 'zero1', '--tp', '3']);
+  assert.equal(badTp.status, 2);
+  assert.match(badTp.stderr, /parallel\.tp/);
   const spWithDdp = gpumem([...base, '--gpus', '4', '--method', 'ddp', '--sequence-parallel']);
   assert.equal(spWithDdp.status, 2);
   assert.match(spWithDdp.stderr, /parallel\.sequence_parallel/);
