@@ -689,6 +689,14 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       backward_workspace = true;
     }
     std::vector<int> grads;
+    // FSDP1 with use_orig_params=True lets frozen and trainable tensors share a flat parameter,
+    // whose gradient then covers the frozen ones too ("equivalent to not freezing those
+    // parameters", torch.distributed.fsdp FullyShardedDataParallel docs). litgpt's LoRA wraps
+    // whole blocks (Lightning FSDPStrategy: auto_wrap_policy={Block}, use_orig_params=True);
+    // PEFT's and torchtune's FSDP wrapping put the adapters in units of their own.
+    const bool frozen_in_flat_params =
+        !ctx.full && config.framework == framework_profile::litgpt &&
+        (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op);
     auto grads_for = [&](int layer) {
       if (!grads_sharded) {
         for (const auto& p : params) {
@@ -700,6 +708,21 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // shard (FSDP, ZeRO-2/3); the shard stays.
       // Gemini writes the reduced shard into the parameters' own fp16 chunk slots
       // (ZeroDDP grad_handle: copy_tensor_to_chunk_slice), so nothing stays.
+      if (frozen_in_flat_params) {
+        // A flat parameter holding frozen and trainable tensors gets a gradient for all of it.
+        std::uint64_t trainable_in_unit = 0;
+        for (const auto& p : params) {
+          if (p.layer == layer) trainable_in_unit += p.numel * p.bytes;
+        }
+        if (trainable_in_unit == 0) return;  // an all-frozen unit has no gradient
+        const std::uint64_t unit =
+            (layer >= 0 ? block_params[static_cast<std::size_t>(layer)] : root_params) +
+            trainable_in_unit;
+        const int whole = tl.allocate(unit, cat::gradients);
+        grads.push_back(tl.allocate(share(unit, true), cat::gradients));
+        tl.free(whole);
+        return;
+      }
       std::vector<int> full;
       for (const auto& p : params) {
         if (p.layer != layer) continue;
