@@ -32,6 +32,7 @@ Usage:
                     [--finetune full|lora|dora] [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
                     [--weights bf16|fp16|fp32] [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none] [--grad-ckpt]
+                    [--grad-accumulation N]
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
@@ -277,10 +278,14 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
                                     {"weights", "weights"},
                                     {"compute", "compute"},
                                     {"optimizer", "optimizer"},
-                                    {"attention", "attention"}}) {
+                                    {"attention", "attention"},
+                                    {"framework", "framework"}}) {
     if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
   }
   if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
+  if (args.options.count("grad-accumulation")) {
+    request["workload"]["grad_accumulation"] = number_option(args.options.at("grad-accumulation"));
+  }
   if (args.options.count("lora-r") || args.options.count("lora-targets")) {
     ordered_json lora = ordered_json::object();
     if (args.options.count("lora-r")) lora["r"] = number_option(args.options.at("lora-r"));

@@ -319,9 +319,10 @@ result<training_config> read_detailed_workload(const json& request, const model_
                                                bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
-  if (auto e = unknown_keys(workload, "workload",
-                            {"phase", "finetune", "lora", "weights", "compute", "optimizer",
-                             "micro_batch", "seq_len", "grad_ckpt", "attention", "framework"})) {
+  if (auto e = unknown_keys(
+          workload, "workload",
+          {"phase", "finetune", "lora", "weights", "compute", "optimizer", "micro_batch", "seq_len",
+           "grad_ckpt", "grad_accumulation", "attention", "framework"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -351,6 +352,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, 512, max_positions);
   out.grad_ckpt = in.flag("grad_ckpt", false);
+  out.grad_accumulation = in.optional({"grad_accumulation"}, 1, 65536);
   if (auto problem = in.problem("required for an estimate")) return *problem;
   out.optimizer_step = *phase == "train" && *optimizer != "none";
   out.finetune = *finetune == "full" ? finetune_kind::full : finetune_kind::lora;

@@ -586,7 +586,19 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   std::vector<int> states;
   bool backward_workspace = false;
   const int steps = config.optimizer_step ? 2 : 1;  // step 2 runs with the optimizer states
-  for (int step = 1; step <= steps; ++step) {
+  // Gradient accumulation: micro-batches before the last of a step leave their gradients
+  // alive through the next forward; replaying two per step shows every such moment.
+  const int micro_steps = config.grad_accumulation > 1 && !in_backward ? 2 : 1;
+  // FSDP skips its reduce-scatter while accumulating (no_sync, which litgpt's
+  // fabric.no_backward_sync and accelerate's accumulate() use), so each unit's unsharded
+  // gradient is kept until the last micro-batch (torch FullyShardedDataParallel.no_sync docs).
+  const bool fsdp = dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op;
+  std::vector<std::vector<int>> unsynced(spec.layers.size() + 1);  // by layer + 1
+  std::vector<int> grads;
+  for (int pass = 0; pass < steps * micro_steps; ++pass) {
+    const int step = pass / micro_steps + 1;
+    const bool first_micro = pass % micro_steps == 0;
+    const bool last_micro = pass % micro_steps == micro_steps - 1;
     tl.phase("forward");
     std::vector<std::vector<int>> saved(blocks.size());
     std::vector<int> copies;
@@ -688,7 +700,6 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                   cat::cuda_workspace);  // autograd thread
       backward_workspace = true;
     }
-    std::vector<int> grads;
     // FSDP1 with use_orig_params=True lets frozen and trainable tensors share a flat parameter,
     // whose gradient then covers the frozen ones too ("equivalent to not freezing those
     // parameters", torch.distributed.fsdp FullyShardedDataParallel docs). litgpt's LoRA wraps
@@ -699,9 +710,22 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op);
     auto grads_for = [&](int layer) {
       if (!grads_sharded) {
+        if (!first_micro) return;  // accumulated in place
         for (const auto& p : params) {
           if (p.layer == layer) grads.push_back(tl.allocate(p.numel * p.bytes, cat::gradients));
         }
+        return;
+      }
+      std::vector<int>& kept = unsynced[static_cast<std::size_t>(layer + 1)];
+      if (fsdp && !last_micro) {
+        if (!kept.empty()) return;  // accumulated into
+        std::uint64_t unit = 0;
+        for (const auto& p : params) {
+          if (p.layer == layer) unit += p.numel * (params_sharded ? gathered_bytes : p.bytes);
+        }
+        if (unit > 0 && frozen_in_flat_params)
+          unit += layer >= 0 ? block_params[static_cast<std::size_t>(layer)] : root_params;
+        if (unit > 0) kept.push_back(tl.allocate(unit, cat::gradients));
         return;
       }
       // The block's full gradients exist until they are reduce-scattered into this rank's
@@ -718,23 +742,32 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         const std::uint64_t unit =
             (layer >= 0 ? block_params[static_cast<std::size_t>(layer)] : root_params) +
             trainable_in_unit;
-        const int whole = tl.allocate(unit, cat::gradients);
+        const int whole = kept.empty() ? tl.allocate(unit, cat::gradients) : -1;
         grads.push_back(tl.allocate(share(unit, true), cat::gradients));
         tl.free(whole);
+        for (int id : kept) tl.free(id);  // reduce-scattered at last
+        kept.clear();
         return;
       }
+      // DeepSpeed ZeRO-2/3 accumulate into the shard they keep.
+      const bool keep_shard = dp != data_parallel::gemini && (first_micro || fsdp);
       std::vector<int> full;
       for (const auto& p : params) {
         if (p.layer != layer) continue;
-        full.push_back(
-            tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
-        if (dp != data_parallel::gemini) {
+        if (kept.empty()) {
+          full.push_back(
+              tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
+        }
+        if (keep_shard) {
           grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
         }
       }
       for (int id : full) tl.free(id);
+      for (int id : kept) tl.free(id);  // reduce-scattered at last
+      kept.clear();
     };
-    if (dp == data_parallel::zero2 && config.reduce_bucket_elements > 0 && step == 1) {
+    if (dp == data_parallel::zero2 && config.reduce_bucket_elements > 0 && step == 1 &&
+        first_micro) {
       // The reduce bucket gradients are copied into before their reduce-scatter.
       tl.allocate(config.reduce_bucket_elements * (ctx.full ? full_bytes : ctx.adapter_bytes),
                   cat::communication_buffers);
@@ -783,6 +816,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     for (int id : waiting) tl.free(id);  // (their backward follows, with the gradients alive)
     tl.free(root);
 
+    if (!last_micro) continue;
     if (!config.optimizer_step) break;
     if (in_backward) {
       for (int id : grads) tl.free(id);
@@ -866,6 +900,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
     for (int id : fp32_grads) tl.free(id);
     for (int id : grads) tl.free(id);  // zero_grad(set_to_none=True)
+    grads.clear();
   }
   out.peak = tl.peak();
   out.peak_reserved = tl.peak_reserved();

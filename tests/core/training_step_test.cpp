@@ -18,6 +18,11 @@ result<model_spec> llama_1b() {
   return parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
 }
 
+// Bytes of one component alive at the peak.
+double at_peak(const training_estimate& e, memory_category category) {
+  return static_cast<double>(e.peak.by_category[static_cast<std::size_t>(category)]);
+}
+
 // LoRA on q_proj and v_proj, PEFT's default targets for Llama.
 training_config lora_qv() {
   training_config config;
@@ -126,12 +131,6 @@ TEST_CASE("the detailed estimator refuses what it does not model yet") {
   CHECK(e.failure().code == "mode.unsupported_model");
 }
 
-}  // namespace
-}  // namespace gpumem
-
-namespace gpumem {
-namespace {
-
 TEST_CASE("bitsandbytes 4-bit storage, by hand (blocksize 64)") {
   const std::uint64_t n = 4096ULL * 4096;
   // 4-bit codes + one fp32 absmax per 64 weights: 0.5625 bytes per weight.
@@ -170,12 +169,6 @@ TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") 
         doctest::Approx(static_cast<double>(block_linear - block_linear_4bit)).epsilon(0.001));
   CHECK(b.value().trainable_params == a.value().trainable_params);
 }
-
-}  // namespace
-}  // namespace gpumem
-
-namespace gpumem {
-namespace {
 
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
@@ -231,27 +224,19 @@ TEST_CASE("sequence parallelism divides the activations by the tensor-parallel d
   REQUIRE(single.ok());
   REQUIRE(tp.ok());
   REQUIRE(sp.ok());
-  const auto activations = [](const training_estimate& e) {
-    return static_cast<double>(
-        e.peak.by_category[static_cast<std::size_t>(memory_category::activations)]);
-  };
   // Korthikanti et al. 2022: tensor parallelism alone leaves the hidden-width tensors (norms,
   // column-parallel inputs, residuals) whole on every rank; with sequence parallelism everything
   // a block keeps is split t ways.
-  CHECK(activations(tp.value()) > activations(single.value()) / 4 * 1.2);
-  CHECK(activations(sp.value()) == doctest::Approx(activations(single.value()) / 4).epsilon(0.03));
+  CHECK(at_peak(tp.value(), memory_category::activations) >
+        at_peak(single.value(), memory_category::activations) / 4 * 1.2);
+  CHECK(at_peak(sp.value(), memory_category::activations) ==
+        doctest::Approx(at_peak(single.value(), memory_category::activations) / 4).epsilon(0.03));
   config.tp_degree = 16;  // 8 key/value heads
   auto bad = estimate_training_step(spec.value(), config, gpu_spec{});
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.failure().code == "parallel.invalid_degree");
   CHECK(bad.failure().field == "parallel.tp");
 }
-
-}  // namespace
-}  // namespace gpumem
-
-namespace gpumem {
-namespace {
 
 TEST_CASE("pipeline stages split the blocks evenly, the first stages taking the remainder") {
   CHECK(pipeline_stage_layers(32, 4, 0).first == 0);
@@ -279,14 +264,11 @@ TEST_CASE(
     REQUIRE(e.ok());
     stages.push_back(e.value());
   }
-  const auto category = [](const training_estimate& e, memory_category c) {
-    return static_cast<double>(e.peak.by_category[static_cast<std::size_t>(c)]);
-  };
   // Stages 1 and 2 run 4 blocks each and differ only in micro-batches in flight (3 and 2) when
   // their first backward starts.
   CHECK(stages[1].peak.phase == "backward");
-  CHECK(category(stages[1], memory_category::activations) /
-            category(stages[2], memory_category::activations) ==
+  CHECK(at_peak(stages[1], memory_category::activations) /
+            at_peak(stages[2], memory_category::activations) ==
         doctest::Approx(1.5).epsilon(0.05));
   // 4 of 16 blocks each; the first stage adds the token embedding, the last the final norm and
   // (tied embeddings) its own copy of the embedding as the LM head: 128256 x 2048 fp32.
@@ -299,17 +281,11 @@ TEST_CASE(
         128256.0 * 2048);
   CHECK(static_cast<double>(stages[3].trainable_params - stages[1].trainable_params) ==
         128256.0 * 2048 + 2048);
-  CHECK(category(stages[1], memory_category::weights) ==
+  CHECK(at_peak(stages[1], memory_category::weights) ==
         doctest::Approx(4.0 * static_cast<double>(block)).epsilon(0.01));
-  CHECK(category(stages[0], memory_category::weights) ==
+  CHECK(at_peak(stages[0], memory_category::weights) ==
         doctest::Approx(4.0 * static_cast<double>(block) + embedding).epsilon(0.01));
 }
-
-}  // namespace
-}  // namespace gpumem
-
-namespace gpumem {
-namespace {
 
 TEST_CASE("DP+TP: ZeRO shards each tensor-parallel rank's states over the data-parallel ranks") {
   const auto spec = llama_1b();
@@ -323,14 +299,33 @@ TEST_CASE("DP+TP: ZeRO shards each tensor-parallel rank's states over the data-p
   auto hybrid = estimate_training_step(spec.value(), config, gpu_spec{});
   REQUIRE(single.ok());
   REQUIRE(hybrid.ok());
-  const auto states = [](const training_estimate& e) {
-    return static_cast<double>(
-        e.peak.by_category[static_cast<std::size_t>(memory_category::optimizer_states)]);
-  };
   REQUIRE(single.value().peak.phase == "optimizer step");
   REQUIRE(hybrid.value().peak.phase == "optimizer step");
   // Norms are replicated across the TP pair, so slightly more than 1/8.
-  CHECK(states(hybrid.value()) / states(single.value()) == doctest::Approx(1.0 / 8).epsilon(0.02));
+  CHECK(at_peak(hybrid.value(), memory_category::optimizer_states) /
+            at_peak(single.value(), memory_category::optimizer_states) ==
+        doctest::Approx(1.0 / 8).epsilon(0.02));
+}
+
+TEST_CASE("gradient accumulation under FSDP keeps every unit's unsharded gradient (no_sync)") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.optimizer_step = false;
+  config.sharding = data_parallel::fsdp_full_shard;
+  config.dp_degree = 4;
+  auto once = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.grad_accumulation = 8;
+  auto accumulated = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(once.ok());
+  REQUIRE(accumulated.ok());
+  // The bf16 (MixedPrecision param_dtype) gradient of all 1,235,814,400 parameters waits for
+  // the last micro-batch's reduce-scatter; without accumulation only shards and one unit's
+  // gradient exist.
+  const double unsharded = 1235814400.0 * 2;
+  CHECK(at_peak(accumulated.value(), memory_category::gradients) >= 0.99 * unsharded);
+  CHECK(at_peak(accumulated.value(), memory_category::gradients) <= 1.30 * unsharded);
+  CHECK(at_peak(once.value(), memory_category::gradients) < 0.4 * unsharded);
 }
 
 }  // namespace

@@ -201,6 +201,13 @@ test('detailed estimates under tensor (and sequence), pipeline and DP+TP paralle
   const badTp = gpumem([...base, '--gpus', '8', '--method', 'zero1', '--tp', '3']);
   assert.equal(badTp.status, 2);
   assert.match(badTp.stderr, /parallel\.tp/);
+  // FSDP accumulating gradients (no_sync) keeps them unsharded; litgpt's LoRA blocks mix frozen
+  // and trainable tensors in one flat parameter (litgpt resource tables: 20.66 GiB measured).
+  const litgpt = (ga) => run(['--gpus', '2', '--method', 'fsdp_full_shard', '--finetune', 'lora',
+    '--weights', 'bf16', '--compute', 'pure_bf16', '--grad-ckpt', '--framework', 'litgpt',
+    '--model', 'meta-llama/Llama-2-7b-hf', '--micro-batch', '1', '--seq-len', '1304',
+    '--gpu', 'a100-sxm4-40gb', '--grad-accumulation', String(ga)]);
+  assert.ok(litgpt(64).peak_bytes > litgpt(1).peak_bytes * 1.3);
   const spWithDdp = gpumem([...base, '--gpus', '4', '--method', 'ddp', '--sequence-parallel']);
   assert.equal(spWithDdp.status, 2);
   assert.match(spWithDdp.stderr, /parallel\.sequence_parallel/);

@@ -68,6 +68,9 @@ struct training_config {
   std::uint64_t micro_batch = 1;
   std::uint64_t seq_len = 512;
   bool grad_ckpt = false;
+  // Micro-batches per optimizer step (gradient accumulation); gradients of the earlier ones
+  // stay alive through the next forward.
+  std::uint64_t grad_accumulation = 1;
   attention_kernel attention = attention_kernel::sdpa;
   // Full fine-tuning: the stored parameter dtype (0: fp32, or 16-bit for pure precision). A
   // 16-bit model under AMP (DeepSpeed, Colossal-AI, Megatron) gets fp32 master weights.
