@@ -36,7 +36,8 @@ Usage:
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
-                                       fsdp_shard_grad_op|tensor_parallel [--sequence-parallel]|
+                                       fsdp_shard_grad_op|fsdp_hybrid_shard (--gpus-per-node M)|
+                                       tensor_parallel [--sequence-parallel]|
                                        pipeline [--micro-batches M]]
                     [--tp T: DP+TP, T tensor-parallel GPUs per data-parallel group]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]

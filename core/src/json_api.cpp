@@ -180,13 +180,13 @@ std::string detailed_estimate(const json& request, training_context& c) {
                              "workload", "options", "metric"})) {
     return respond_error(*e);
   }
-  auto parallel = read_training_parallel(request, c.cluster.gpus);
+  auto parallel = read_training_parallel(request, c.cluster.gpus, c.cluster.gpus_per_node);
   if (!parallel.ok()) return respond_error(parallel.failure());
   auto workload = read_detailed_workload(request, c.model.spec, false, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
   const training_parallel& layout = parallel.value();
   workload.value().sharding = layout.sharding;
-  workload.value().dp_degree = layout.dp;
+  workload.value().dp_degree = layout.shard_group ? layout.shard_group : layout.dp;
   workload.value().tp_degree = layout.tp;
   workload.value().sequence_parallel = layout.sequence_parallel;
   auto metric = read_metric(request);
@@ -250,6 +250,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"tp", layout.tp},
       {"sequence_parallel", layout.sequence_parallel},
       {"pp", layout.pp}};
+  if (layout.shard_group) result["parallel"]["shard_group"] = layout.shard_group;
   if (layout.pp > 1)
     result["parallel"]["micro_batches"] =
         workload.value().pp_micro_batches ? workload.value().pp_micro_batches : layout.pp;

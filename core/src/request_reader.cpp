@@ -226,7 +226,8 @@ result<training_workload> read_training_workload(const json& request, const mode
   return out;
 }
 
-result<training_parallel> read_training_parallel(const json& request, std::uint64_t gpus) {
+result<training_parallel> read_training_parallel(const json& request, std::uint64_t gpus,
+                                                 std::uint64_t gpus_per_node) {
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
   if (auto e = unknown_keys(parallel, "parallel",
@@ -240,6 +241,15 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
   }
   const bool tensor = method == json("tensor_parallel");
   const bool pipeline = method == json("pipeline");
+  // FSDP HYBRID_SHARD is FULL_SHARD within a node, replicated across nodes.
+  const bool hybrid_shard = method == json("fsdp_hybrid_shard");
+  if (hybrid_shard && (gpus_per_node >= gpus || gpus % gpus_per_node != 0)) {
+    return error{"parallel.invalid_method", "parallel.method",
+                 "[parallel.method] fsdp_hybrid_shard needs several whole nodes: "
+                 "cluster.gpus_per_node (" +
+                     std::to_string(gpus_per_node) + ") must divide cluster.gpus (" +
+                     std::to_string(gpus) + ") and be smaller"};
+  }
   config_reader in(parallel, "parallel", "request");
   const std::uint64_t micro_batches = in.optional({"micro_batches"}, 0, 1ULL << 20, 1);
   const std::uint64_t tp = in.optional({"tp"}, 1, gpus, 1);
@@ -248,8 +258,9 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
     return error{"request.invalid_value", "parallel.micro_batches",
                  "[parallel.micro_batches] applies to method pipeline only"};
   }
-  const auto value =
-      method.is_string() ? data_parallel_named(method.get<std::string>()) : std::nullopt;
+  const auto value = hybrid_shard         ? std::optional(data_parallel::fsdp_full_shard)
+                     : method.is_string() ? data_parallel_named(method.get<std::string>())
+                                          : std::nullopt;
   if (value || tensor || pipeline) {
     const bool single = value && *value == data_parallel::none;
     if (single != (gpus == 1)) {
@@ -289,17 +300,22 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
       out.pp = gpus;
       out.micro_batches = micro_batches;
     } else {
+      if (hybrid_shard && hybrid) {
+        return error{"request.invalid_value", "parallel.tp",
+                     "[parallel.tp] fsdp_hybrid_shard does not take tensor parallelism here"};
+      }
       out.sharding = *value;
       out.tp = hybrid ? tp : 1;
       out.dp = gpus / out.tp;
       out.sequence_parallel = sp.get<bool>();
+      if (hybrid_shard) out.shard_group = gpus_per_node;
     }
     return out;
   }
   return error{"mode.unavailable", "parallel.method",
                "[parallel.method] the detailed estimator takes single, ddp, zero1, zero2, zero3, "
-               "gemini, fsdp_full_shard, fsdp_shard_grad_op (with tp: DP+TP), tensor_parallel or "
-               "pipeline; got " +
+               "gemini, fsdp_full_shard, fsdp_shard_grad_op (with tp: DP+TP), fsdp_hybrid_shard, "
+               "tensor_parallel or pipeline; got " +
                    method.dump()};
 }
 

@@ -60,13 +60,17 @@ struct training_parallel {
   bool sequence_parallel = false;
   std::uint64_t pp = 1;
   std::uint64_t micro_batches = 0;  // per optimizer step, pipeline only (0: as many as stages)
+  // FSDP HYBRID_SHARD: the ranks a unit is sharded over (one node's); 0: all dp ranks.
+  std::uint64_t shard_group = 0;
 };
 
 // Detailed mode's `parallel`: `method` single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,
 // fsdp_shard_grad_op (data parallelism over cluster.gpus ranks), tensor_parallel (over all of
 // them, with `sequence_parallel` true or false) or pipeline (one stage per GPU, 1F1B, with
-// `micro_batches` per step).
-result<training_parallel> read_training_parallel(const nlohmann::json& request, std::uint64_t gpus);
+// `micro_batches` per step); fsdp_hybrid_shard shards within each node of gpus_per_node GPUs and
+// replicates across nodes.
+result<training_parallel> read_training_parallel(const nlohmann::json& request, std::uint64_t gpus,
+                                                 std::uint64_t gpus_per_node);
 
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").
 result<std::string> read_metric(const nlohmann::json& request);

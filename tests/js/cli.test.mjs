@@ -161,6 +161,18 @@ test('detailed estimates under data parallelism shard what each method shards', 
   assert.ok(zero3.peak_bytes < single.peak_bytes);
   assert.ok(fsdp.peak_bytes < zero3.peak_bytes);
   assert.deepEqual(zero3.per_gpu[0].ranks, { first: 0, last: 3 });
+  // HYBRID_SHARD over 2 nodes of 4: sharded like FULL_SHARD within one node.
+  const hybrid = gpumem(['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--seq-len', '512',
+    '--gpu', 'a100-sxm4-80gb', '--gpus', '8', '--gpus-per-node', '4', '--method', 'fsdp_hybrid_shard',
+    '--metric', 'allocated', '--json']);
+  assert.equal(hybrid.status, 0, hybrid.stderr);
+  const fsdp4 = run('fsdp_full_shard', 4);
+  assert.equal(JSON.parse(hybrid.stdout).peak_bytes, fsdp4.peak_bytes);
+  assert.equal(JSON.parse(hybrid.stdout).parallel.shard_group, 4);
+  const oneNode = gpumem(['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--gpus', '4',
+    '--method', 'fsdp_hybrid_shard']);
+  assert.equal(oneNode.status, 2);
+  assert.match(oneNode.stderr, /gpus_per_node/);
   const bad = gpumem(['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--gpus', '4',
     '--method', 'single']);
   assert.equal(bad.status, 2);
