@@ -328,6 +328,22 @@ std::string training_config_for(const json& p, training_config& config) {
   config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
                          ? attention_kernel::eager
                          : attention_kernel::sdpa;
+  // Details the format has no field for travel in gpumem's own points as
+  // "measure option: KEY=VALUE" assumptions (validation/README.md); gradient accumulation is
+  // one that changes the peak.
+  static const std::string accumulation = "measure option: grad_accumulation=";
+  for (const auto& a : p.value("assumptions", json::array())) {
+    if (!a.is_string()) continue;
+    const std::string text = a.get<std::string>();
+    if (text.rfind(accumulation, 0) == 0) {
+      const std::string digits = text.substr(
+          accumulation.size(), text.find(' ', accumulation.size()) - accumulation.size());
+      if (digits.empty() || digits.size() > 5 ||
+          digits.find_first_not_of("0123456789") != std::string::npos)
+        return "malformed grad_accumulation option";
+      config.grad_accumulation = std::stoull(digits);
+    }
+  }
   return "";
 }
 

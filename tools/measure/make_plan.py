@@ -283,15 +283,17 @@ IMPL_TEXT = {"for_loop": "(torch.optim.AdamW(..., foreach=False): single-tensor 
 
 
 def full2(model, compute, opt, mb, seq, ckpt=False, attn="sdpa", phase="train", impl=None,
-          dropout=None, notes="", extra=()):
+          dropout=None, notes="", extra=(), ga=None):
     weights = {"fp32": "fp32", "amp_bf16": "fp32", "amp_fp16": "fp32",
                "pure_bf16": "bf16"}[compute]
     tag = "ft" if phase == "train" else "fb"
     oname = opt + ("_" + IMPL_TAG[impl] if impl else "")
     pid = "h100-%s-%s-%s-%s-b%d-s%d%s-%s%s" % (
         SHORT[model], tag, compute, oname, mb, seq, "-ckpt" if ckpt else "", attn,
-        "" if dropout is None else "-pdrop%s" % dropout)
+        "" if dropout is None else "-pdrop%s" % dropout) + ("" if ga is None else "-ga%d" % ga)
     options = []
+    if ga is not None:
+        options.append("grad_accumulation=%d (micro-batches per optimizer step)" % ga)
     if impl:
         options.append("optimizer_impl=%s %s" % (impl, IMPL_TEXT[impl]))
     if dropout is not None:
@@ -302,18 +304,20 @@ def full2(model, compute, opt, mb, seq, ckpt=False, attn="sdpa", phase="train", 
 
 
 def lora2(model, r, targets, mb, seq, ckpt=False, attn="sdpa", compute="amp_bf16", notes="",
-          extra=(), weights="bf16", finetune="lora"):
+          extra=(), weights="bf16", finetune="lora", ga=None):
     tname = {("all-linear",): "all", ("q_proj", "v_proj"): "qv",
              ("q_proj", "k_proj", "v_proj"): "qkv"}[tuple(targets)]
     pid = "h100-%s-lora-r%d-%s-%s-b%d-s%d%s-%s" % (SHORT[model], r, tname, compute, mb, seq,
                                                  "-ckpt" if ckpt else "", attn)
     if weights != "bf16":
         pid = pid.replace("-lora-", "-%s-lora-" % weights)
-    pid = pid.replace("-lora-", "-%s-" % finetune)
+    pid = pid.replace("-lora-", "-%s-" % finetune) + ("" if ga is None else "-ga%d" % ga)
+    options = [] if ga is None else [
+        "grad_accumulation=%d (micro-batches per optimizer step)" % ga]
     return point(pid, model, "train", finetune=finetune,
                  lora={"r": r, "alpha": 2 * r, "targets": targets}, weights=weights,
                  compute=compute, optimizer="adamw", mb=mb, seq=seq, ckpt=ckpt, attn=attn,
-                 notes=notes, extra=extra)
+                 notes=notes, extra=extra, options=options)
 
 
 def infer2(model, mb, seq, new, attn="sdpa", dtype="bf16", static=False, notes=""):
@@ -417,14 +421,28 @@ def plan_dora():
     return pts
 
 
+def plan_ga():
+    """Gradient accumulation: the earlier micro-batches' gradients live through the next forward."""
+    L1, Q05 = "meta-llama/Llama-3.2-1B", "Qwen/Qwen2.5-0.5B"
+    return [
+        full2(L1, "amp_bf16", "adamw", 4, 512, ga=4),
+        full2(L1, "pure_bf16", "adamw", 8, 512, ga=2),
+        full2(L1, "amp_bf16", "adamw", 2, 1024, ckpt=True, ga=4),
+        full2(Q05, "amp_bf16", "adamw", 8, 1024, ga=2),
+        lora2(L1, 16, ["all-linear"], 4, 1024, ga=4),
+    ]
+
+
 def main():
     args = sys.argv[1:]
-    which = [a for a in args if a in ("--batch2", "--dora")]
+    which = [a for a in args if a in ("--batch2", "--dora", "--ga")]
     args = [a for a in args if a not in which]
-    name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json"}.get(
+    name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json",
+            "--ga": "plan_h100_ga.json"}.get(
         which[0] if which else "", "plan_h100.json")
     out = args[0] if args else os.path.join(ROOT, "tools", "measure", name)
-    pts = {"--batch2": plan_batch2, "--dora": plan_dora}.get(which[0] if which else "", plan)()
+    pts = {"--batch2": plan_batch2, "--dora": plan_dora, "--ga": plan_ga}.get(
+        which[0] if which else "", plan)()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)
         f.write("\n")

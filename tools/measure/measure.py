@@ -250,7 +250,7 @@ def point_options(point):
             if key in opts:
                 raise PlanError("option %s given twice" % key)
             opts[key] = val
-    unknown = set(opts) - {"optimizer_impl", "dropout"}
+    unknown = set(opts) - {"optimizer_impl", "dropout", "grad_accumulation"}
     if unknown:
         raise PlanError("unknown measure option(s) %s" % ", ".join(sorted(unknown)))
     return opts
@@ -495,6 +495,12 @@ def plan_for(point):
             raise PlanError("optimizer_state %r but this setup keeps %s states"
                             % (wl.get("optimizer_state"), want_state))
     plan["steps"] = STEPS
+    accumulation = opts.get("grad_accumulation")
+    if accumulation is not None:
+        if phase != "train" or not accumulation.isdigit() or int(accumulation) < 2:
+            raise PlanError("grad_accumulation %r: an integer >= 2, for training" % accumulation)
+        # each iteration: N micro-batches' forward + backward, then one optimizer step
+        plan["grad_accumulation"] = int(accumulation)
     plan["forward_kwargs"] = {"input_ids": "randint(vocab, %s)" % [B, s], "labels": "input_ids",
                               "use_cache": False,
                               "loop": "loss = model(**kw).loss; loss.backward(); "
@@ -596,6 +602,10 @@ def make_points(point, plan, raw, env):
                       "dropped before backward), loss.backward(), %szero_grad(set_to_none=True)"
                       % (plan["steps"], plan["batch_shape"],
                          "optimizer.step(), " if plan["optimizer"] else ""))
+        if plan.get("grad_accumulation"):
+            common.append("gradient accumulation: each iteration runs %d micro-batches (forward "
+                          "and loss.backward(), gradients accumulating) before the optimizer step"
+                          % plan["grad_accumulation"])
         if plan["optimizer"]:
             o = plan["optimizer"]
             args = ", ".join("%s=%s" % kv for kv in sorted(o["kwargs"].items()))
@@ -936,6 +946,11 @@ def run_plan(plan):
             ids = torch.randint(0, V, (B, s), device=dev)
             torch.cuda.synchronize()
             t0 = time.perf_counter()
+            for _ in range(plan.get("grad_accumulation", 1) - 1):  # earlier micro-batches
+                with torch.autocast("cuda", dtype=ac_dtype, enabled=ac_dtype is not None):
+                    early = model(input_ids=ids, labels=ids, use_cache=False).loss
+                (scaler.scale(early) if scaler is not None else early).backward()
+                del early
             if ac_dtype is not None:
                 with torch.autocast("cuda", dtype=ac_dtype):
                     loss = model(input_ids=ids, labels=ids, use_cache=False).loss
