@@ -20,9 +20,11 @@ from measure import PlanError, plan_for  # noqa: E402
 PLAN = os.path.join(HERE, "plan_h100.json")
 PLAN2 = os.path.join(HERE, "plan_h100_batch2.json")
 PLAN3 = os.path.join(HERE, "plan_h100_dora.json")
+PLAN4 = os.path.join(HERE, "plan_h100_ga.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
 MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
 MEASURED3 = os.path.join(ROOT, "validation", "measured_h100_dora.json")
+MEASURED4 = os.path.join(ROOT, "validation", "measured_h100_ga.json")
 RAW_DIR = os.path.join(ROOT, "validation", "raw_h100")
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
@@ -377,7 +379,8 @@ class PlanFileTest(unittest.TestCase):
 
     def test_plan_files_match_make_plan(self):
         with tempfile.TemporaryDirectory() as d:
-            for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"])):
+            for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"]),
+                             (PLAN4, ["--ga"])):
                 out = os.path.join(d, "p.json")
                 subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
                                + [out], capture_output=True, text=True, check=True)
@@ -534,6 +537,20 @@ class MeasuredDoraFileTest(MeasuredFileTest):
         self.assertEqual(trainable("h100-llama3.2-1b-dora-r8-qv-amp_bf16-b1-s512-sdpa")
                          - trainable("h100-llama3.2-1b-lora-r8-qv-amp_bf16-b1-s512-sdpa"),
                          16 * (2048 + 512))
+
+
+class MeasuredGaFileTest(MeasuredFileTest):
+    """Batch 4: validation/measured_h100_ga.json (gradient accumulation)."""
+    MEASURED = MEASURED4
+    PLAN = PLAN4
+    RAWS = ["ga_run1_raw.jsonl"]
+    ENV = "ga_run1.log"
+    CONFIGS = 5
+
+    def test_accumulation_recorded(self):
+        for p in self.pts:
+            self.assertTrue(any(a.startswith("gradient accumulation: each iteration runs")
+                                for a in p["assumptions"]), p["id"])
 
 
 if __name__ == "__main__":
