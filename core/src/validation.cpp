@@ -229,12 +229,16 @@ std::string training_config_for(const json& p, training_config& config) {
                ? parallel.at(key).get<std::uint64_t>()
                : 1;
   };
-  if (degree("tp") > 1 || degree("pp") > 1 || degree("cp") > 1) {
-    return "tensor, pipeline and context parallelism are not modelled yet in detailed mode";
-  }
+  if (degree("cp") > 1) return "context parallelism is not modelled yet in detailed mode";
+  if (degree("pp") > 1) return "pipeline parallelism is not read from validation points yet";
+  // Tensor parallelism, alone or under a data-parallel method (DP+TP).
+  config.tp_degree = degree("tp");
+  const json& sp = parallel.value("sequence_parallel", json());
+  config.sequence_parallel = sp.is_boolean() && sp.get<bool>();
   // FSDP NO_SHARD is DDP-like.
   std::string method = parallel.value("method", "");
   if (method == "fsdp_no_shard") method = "ddp";
+  if (method == "tensor_parallel") method = "single";
   const auto sharding = data_parallel_named(method);
   if (!sharding) return "method " + method + " is not modelled yet in detailed mode";
   config.sharding = *sharding;
