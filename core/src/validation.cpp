@@ -315,6 +315,10 @@ std::string training_config_for(const json& p, training_config& config) {
     config.optimizer = optimizer_kind::sgd;  // torch.optim.SGD's default: no momentum
   } else if (optimizer == "none" && phase == "forward_backward") {
     config.optimizer = optimizer_kind::none;
+  } else if (optimizer == "none" && !w.value("optimizer", json()).is_string()) {
+    // Not stated for a training step: the documented default, AdamW (transformers Trainer's
+    // adamw_torch), said in the point's note.
+    config.optimizer = optimizer_kind::adamw;
   } else {
     return "optimizer " + optimizer + " is not modelled yet";
   }
@@ -414,6 +418,9 @@ memory_report validate_memory(const json& points) {
     out.note =
         std::string("peak in ") + estimate.value().peak.phase +
         (out.metric == "unknown" ? "; unknown metric read as allocated" : "") +
+        (p.at("workload").value("optimizer", json()).is_string()
+             ? ""
+             : "; optimizer not stated, read as AdamW") +
         (gpu_id.empty() ? "; GPU not stated precisely: its runtime figures are the A100's" : "");
     out.estimated_gib = bytes / (1ULL << 30);
     out.scored = true;
