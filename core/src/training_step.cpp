@@ -592,7 +592,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // FSDP skips its reduce-scatter while accumulating (no_sync, which litgpt's
   // fabric.no_backward_sync and accelerate's accumulate() use), so each unit's unsharded
   // gradient is kept until the last micro-batch (torch FullyShardedDataParallel.no_sync docs).
-  const bool fsdp = dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op;
+  // torchtune's recipes call backward() on every micro-batch without it, reduce-scattering
+  // each time into the shard.
+  const bool no_sync =
+      (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op) &&
+      config.framework != framework_profile::torchtune;
   std::vector<std::vector<int>> unsynced(spec.layers.size() + 1);  // by layer + 1
   std::vector<int> grads;
   for (int pass = 0; pass < steps * micro_steps; ++pass) {
@@ -717,7 +721,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         return;
       }
       std::vector<int>& kept = unsynced[static_cast<std::size_t>(layer + 1)];
-      if (fsdp && !last_micro) {
+      if (no_sync && !last_micro) {
         if (!kept.empty()) return;  // accumulated into
         std::uint64_t unit = 0;
         for (const auto& p : params) {
@@ -750,7 +754,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         return;
       }
       // DeepSpeed ZeRO-2/3 accumulate into the shard they keep.
-      const bool keep_shard = dp != data_parallel::gemini && (first_micro || fsdp);
+      const bool keep_shard = dp != data_parallel::gemini && (first_micro || no_sync);
       std::vector<int> full;
       for (const auto& p : params) {
         if (p.layer != layer) continue;

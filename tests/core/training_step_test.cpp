@@ -326,6 +326,13 @@ TEST_CASE("gradient accumulation under FSDP keeps every unit's unsharded gradien
   CHECK(at_peak(accumulated.value(), memory_category::gradients) >= 0.99 * unsharded);
   CHECK(at_peak(accumulated.value(), memory_category::gradients) <= 1.30 * unsharded);
   CHECK(at_peak(once.value(), memory_category::gradients) < 0.4 * unsharded);
+  // torchtune reduce-scatters on every micro-batch (no no_sync): only this rank's fp32 shards
+  // (a quarter of the fp32 parameters) accumulate.
+  config.framework = framework_profile::torchtune;
+  auto torchtune = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(torchtune.ok());
+  CHECK(at_peak(torchtune.value(), memory_category::gradients) ==
+        doctest::Approx(1235814400.0 * 4 / 4).epsilon(0.05));
 }
 
 }  // namespace
