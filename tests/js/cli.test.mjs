@@ -220,6 +220,9 @@ test('detailed estimates under tensor (and sequence), pipeline and DP+TP paralle
     '--model', 'meta-llama/Llama-2-7b-hf', '--micro-batch', '1', '--seq-len', '1304',
     '--gpu', 'a100-sxm4-40gb', '--grad-accumulation', String(ga)]);
   assert.ok(litgpt(64).peak_bytes > litgpt(1).peak_bytes * 1.3);
+  // --framework reaches the core: litgpt keeps its fp32 logits through backward, transformers not.
+  const lora = (framework) => run(['--finetune', 'lora', '--framework', framework]).peak_bytes;
+  assert.notEqual(lora('litgpt'), lora('transformers'));
   const spWithDdp = gpumem([...base, '--gpus', '4', '--method', 'ddp', '--sequence-parallel']);
   assert.equal(spWithDdp.status, 2);
   assert.match(spWithDdp.stderr, /parallel\.sequence_parallel/);
