@@ -193,7 +193,6 @@ std::string detailed_estimate(const json& request, training_context& c) {
   if (!metric.ok()) return respond_error(metric.failure());
   workload.value().pp_degree = layout.pp;
   workload.value().pp_micro_batches = layout.micro_batches;
-  const std::uint64_t runtime = c.cluster.cuda_context_bytes + cuda_libraries_bytes();
   const std::uint64_t usable = c.cluster.gpu.memory_bytes - c.cluster.headroom_bytes;
   // One replay for data- and tensor-parallel ranks (they are alike), one per pipeline stage.
   std::vector<rank_estimate> ranks;
@@ -203,27 +202,13 @@ std::string detailed_estimate(const json& request, training_context& c) {
     auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
     if (!estimate.ok()) return respond_error(estimate.failure());
     const auto& e = estimate.value();
-    const std::uint64_t allocated = e.peak.allocated;
-    const std::uint64_t reserved = e.peak_reserved;
-    const std::uint64_t device_used = reserved + runtime + e.unmanaged_bytes;
+    const std::uint64_t device_used = device_used_bytes(e, c.cluster.cuda_context_bytes);
     rank_estimate rank;
-    for (std::size_t i = 0; i < memory_category_count; ++i) {
-      const std::uint64_t bytes = e.peak.by_category[i];
-      if (bytes > 0)
-        rank.components.push_back({category_name(static_cast<memory_category>(i)), bytes});
-    }
-    if (metric.value() != "allocated")
-      rank.components.push_back({"allocator_cache", reserved - allocated});
-    if (metric.value() == "device_used") {
-      if (e.unmanaged_bytes > 0)
-        rank.components.push_back({"paged_optimizer_states", e.unmanaged_bytes});
-      rank.components.push_back({"cuda_context", c.cluster.cuda_context_bytes});
-      rank.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
-    }
+    rank.components = peak_components(e, metric.value(), c.cluster.cuda_context_bytes);
     rank.first_rank = layout.pp > 1 ? stage : 0;
     rank.last_rank = layout.pp > 1 ? stage : c.cluster.gpus - 1;
-    rank.peak_bytes = metric.value() == "allocated"  ? allocated
-                      : metric.value() == "reserved" ? reserved
+    rank.peak_bytes = metric.value() == "allocated"  ? e.peak.allocated
+                      : metric.value() == "reserved" ? e.peak_reserved
                                                      : device_used;
     // The card's total must hold the whole device footprint, whatever metric is reported.
     rank.fits = device_used <= usable;
@@ -269,7 +254,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   result["peak_phase"] = e.peak.phase;
   result["allocated_bytes"] = e.peak.allocated;
   result["reserved_bytes"] = e.peak_reserved;
-  result["device_used_bytes"] = e.peak_reserved + runtime + e.unmanaged_bytes;
+  result["device_used_bytes"] = device_used_bytes(e, c.cluster.cuda_context_bytes);
   result["trainable_params"] = trainable;
   ordered_json per_gpu = ordered_json::array();
   for (const auto& rank : ranks) per_gpu.push_back(rank_json(rank));

@@ -202,7 +202,6 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 7 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);
-  const std::uint64_t runtime = cluster.cuda_context_bytes + cuda_libraries_bytes();
   step_time_options speed = options.speed;
   speed.recompute = workload.grad_ckpt;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
@@ -241,7 +240,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
         return ~0ULL;
       }
       if (keep != nullptr) *keep = e.value();
-      return e.value().peak_reserved + e.value().unmanaged_bytes + runtime;
+      return device_used_bytes(e.value(), cluster.cuda_context_bytes);
     };
     const auto fits = [&](std::uint64_t b) { return device_used(b, nullptr) <= usable; };
     std::uint64_t good = 0;
@@ -272,15 +271,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.at_max.last_rank = cluster.gpus - 1;
     c.at_max.peak_bytes = device_used(batch, &at);
     c.at_max.fits = c.fits;
-    for (std::size_t i = 0; i < memory_category_count; ++i) {
-      if (at.peak.by_category[i] > 0) {
-        c.at_max.components.push_back(
-            {category_name(static_cast<memory_category>(i)), at.peak.by_category[i]});
-      }
-    }
-    c.at_max.components.push_back({"allocator_cache", at.peak_reserved - at.peak.allocated});
-    c.at_max.components.push_back({"cuda_context", cluster.cuda_context_bytes});
-    c.at_max.components.push_back({"cuda_libraries", cuda_libraries_bytes()});
+    c.at_max.components = peak_components(at, "device_used", cluster.cuda_context_bytes);
     c.speed =
         estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, timing);
     plan.candidates.push_back(c);

@@ -373,15 +373,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.optimizer_step = *phase == "train" && *optimizer != "none";
   out.finetune = *finetune == "full" ? finetune_kind::full : finetune_kind::lora;
   out.dora = *finetune == "dora";
-  static const std::pair<const char*, compute_precision> computes[] = {
-      {"fp32", compute_precision::fp32},
-      {"amp_fp16", compute_precision::amp_fp16},
-      {"amp_bf16", compute_precision::amp_bf16},
-      {"pure_fp16", compute_precision::pure_fp16},
-      {"pure_bf16", compute_precision::pure_bf16}};
-  for (const auto& [name, value] : computes) {
-    if (*compute == name) out.compute = value;
-  }
+  out.compute = *compute_precision_named(*compute);  // `choice` accepted only these names
   out.optimizer = *optimizer == "adamw_8bit"     ? optimizer_kind::adamw_8bit
                   : *optimizer == "adafactor"    ? optimizer_kind::adafactor
                   : *optimizer == "sgd"          ? optimizer_kind::sgd

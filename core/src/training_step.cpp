@@ -342,6 +342,19 @@ bool supported(const model_spec& spec) {
 
 }  // namespace
 
+std::optional<compute_precision> compute_precision_named(const std::string& name) {
+  static const std::pair<const char*, compute_precision> precisions[] = {
+      {"fp32", compute_precision::fp32},
+      {"amp_fp16", compute_precision::amp_fp16},
+      {"amp_bf16", compute_precision::amp_bf16},
+      {"pure_fp16", compute_precision::pure_fp16},
+      {"pure_bf16", compute_precision::pure_bf16}};
+  for (const auto& [precision, value] : precisions) {
+    if (name == precision) return value;
+  }
+  return std::nullopt;
+}
+
 std::optional<data_parallel> data_parallel_named(const std::string& name) {
   static const std::pair<const char*, data_parallel> methods[] = {
       {"single", data_parallel::none},
@@ -392,6 +405,29 @@ stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std
 }
 
 std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
+
+std::uint64_t device_used_bytes(const training_estimate& estimate,
+                                std::uint64_t cuda_context_bytes) {
+  return estimate.peak_reserved + estimate.unmanaged_bytes + cuda_context_bytes +
+         cuda_libraries_bytes();
+}
+
+std::vector<component> peak_components(const training_estimate& estimate, const std::string& metric,
+                                       std::uint64_t cuda_context_bytes) {
+  std::vector<component> out;
+  for (std::size_t i = 0; i < memory_category_count; ++i) {
+    const std::uint64_t bytes = estimate.peak.by_category[i];
+    if (bytes > 0) out.push_back({category_name(static_cast<memory_category>(i)), bytes});
+  }
+  if (metric == "allocated") return out;
+  out.push_back({"allocator_cache", estimate.peak_reserved - estimate.peak.allocated});
+  if (metric == "reserved") return out;
+  if (estimate.unmanaged_bytes > 0)
+    out.push_back({"paged_optimizer_states", estimate.unmanaged_bytes});
+  out.push_back({"cuda_context", cuda_context_bytes});
+  out.push_back({"cuda_libraries", cuda_libraries_bytes()});
+  return out;
+}
 
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
   if (architecture == "hopper" || architecture == "blackwell") return 32ULL << 20;

@@ -287,20 +287,9 @@ std::string training_config_for(const json& p, training_config& config) {
     return "weights " + weights + " (quantised) are not modelled yet";
   }
   const std::string compute = text_or(w, "compute", "");
-  static const std::pair<const char*, compute_precision> computes[] = {
-      {"fp32", compute_precision::fp32},
-      {"amp_fp16", compute_precision::amp_fp16},
-      {"amp_bf16", compute_precision::amp_bf16},
-      {"pure_fp16", compute_precision::pure_fp16},
-      {"pure_bf16", compute_precision::pure_bf16}};
-  bool known = false;
-  for (const auto& [name, value] : computes) {
-    if (compute == name) {
-      config.compute = value;
-      known = true;
-    }
-  }
-  if (!known) return "compute " + compute + " not stated";
+  const auto precision = compute_precision_named(compute);
+  if (!precision) return "compute " + compute + " not stated";
+  config.compute = *precision;
   const std::string state = text_or(w, "optimizer_state", "");
   config.optimizer_state_bytes = state == "fp32" ? 4 : state == "bf16" ? 2 : 0;
   const std::string optimizer = text_or(w, "optimizer", "none");
@@ -412,8 +401,7 @@ memory_report validate_memory(const json& points) {
     if (out.metric == "reserved") bytes = static_cast<double>(estimate.value().peak_reserved);
     if (out.metric == "nvml_used") {
       bytes = static_cast<double>(
-          estimate.value().peak_reserved + estimate.value().unmanaged_bytes +
-          default_cuda_context_bytes(gpu.architecture) + cuda_libraries_bytes());
+          device_used_bytes(estimate.value(), default_cuda_context_bytes(gpu.architecture)));
     }
     out.note =
         std::string("peak in ") + estimate.value().peak.phase +

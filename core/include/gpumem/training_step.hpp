@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/estimate.hpp"
 #include "gpumem/hardware.hpp"
 #include "gpumem/memory_timeline.hpp"
 #include "gpumem/model_spec.hpp"
@@ -44,9 +45,13 @@ enum class data_parallel {
   fsdp_shard_grad_op
 };
 
-// The method's name in requests (single, ddp, zero1, zero2, zero3, fsdp_full_shard,
+// The method's name in requests (single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,
 // fsdp_shard_grad_op), if it is one.
 std::optional<data_parallel> data_parallel_named(const std::string& name);
+
+// The precision's name in requests and validation points (fp32, amp_fp16, amp_bf16, pure_fp16,
+// pure_bf16), if it is one.
+std::optional<compute_precision> compute_precision_named(const std::string& name);
 
 // Whose training code runs the step, where it differs in what it keeps (docs/methodology.md):
 // transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
@@ -137,5 +142,16 @@ std::uint64_t cublas_workspace_bytes(const std::string& architecture);
 // 102,760,448 of device memory for the first products less their 35,651,584 reserved bytes,
 // validation/measured_h100.json point h100-cuda-context).
 std::uint64_t cuda_libraries_bytes();
+
+// What nvidia-smi shows for the process at the step's peak: the allocator's reserved pool,
+// paged optimizer states, the CUDA context and the cuBLAS kernels.
+std::uint64_t device_used_bytes(const training_estimate& estimate,
+                                std::uint64_t cuda_context_bytes);
+
+// The peak by component as reported for `metric` ("allocated", "reserved" or "device_used"):
+// what was alive, then the allocator's cache, then what lies outside the allocator. They sum to
+// the peak in that metric.
+std::vector<component> peak_components(const training_estimate& estimate, const std::string& metric,
+                                       std::uint64_t cuda_context_bytes);
 
 }  // namespace gpumem
