@@ -41,10 +41,20 @@ Usage:
                                        pipeline [--micro-batches M]]
                     [--tp T: DP+TP, T tensor-parallel GPUs per data-parallel group]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
+                  inference: --phase inference [--micro-batch sequences] [--seq-len prompt]
+                    [--new-tokens N] [--weights bf16|fp16|fp32|fp8|int8|nf4|fp4|nf4_double_quant|
+                     gptq_4bit|awq_4bit|gguf_q8_0|gguf_q6_k|gguf_q5_k_m|gguf_q4_k_m|gguf_q3_k_m|
+                     gguf_q2_k] [--group-size G] [--fp8-scaling per_tensor|per_channel]
+                    [--framework transformers|litgpt|vllm|llama_cpp]
+                    [--kv-cache dynamic|static|paged] [--kv-dtype bf16|fp16|fp8|int8]
+                    [--kv-tokens T] [--gpu-memory-utilization U]
+                    [--gpus N --method tensor_parallel|pipeline]
+                    [--solve max_context|max_batch]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
                   [the detailed workload options above]
-                                               the fastest method that fits, and its batch size
+                                               the fastest method that fits, and its batch size;
+                                               with --phase inference the fewest GPUs that serve
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
   gpumem run --request FILE|-                  answer any API request (docs/api.md)
@@ -299,13 +309,52 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
     request["workload"]["lora"] = lora;
   }
   if (args.options.count("metric")) request["metric"] = args.options.at("metric");
+  // Inference: generation length, weight-format details and the KV cache.
+  for (const auto& [flag, field] : {std::pair<const char*, const char*>{"new-tokens", "new_tokens"},
+                                    {"group-size", "group_size"}}) {
+    if (args.options.count(flag)) request["workload"][field] = number_option(args.options.at(flag));
+  }
+  if (args.options.count("fp8-scaling"))
+    request["workload"]["fp8_scaling"] = args.options.at("fp8-scaling");
+  for (const auto& [flag, field] :
+       {std::pair<const char*, const char*>{"kv-cache", "kind"}, {"kv-dtype", "dtype"}}) {
+    if (args.options.count(flag)) request["workload"]["kv_cache"][field] = args.options.at(flag);
+  }
+  for (const auto& [flag, field] : {std::pair<const char*, const char*>{"kv-tokens", "tokens"},
+                                    {"gpu-memory-utilization", "gpu_memory_utilization"}}) {
+    if (args.options.count(flag))
+      request["workload"]["kv_cache"][field] = number_option(args.options.at(flag));
+  }
+  if (args.options.count("solve")) request["solve"] = args.options.at("solve");
 }
+
+bool inference_phase(const arguments& args) { return option(args, "phase", "") == "inference"; }
 
 void print_components(const ordered_json& rank) {
   gpumem::cli::table t({"component", "GiB"});
   for (const auto& [name, bytes] : rank["components"].items()) t.row({name, gib(bytes)});
   t.row({"peak per GPU", gib(rank["peak_bytes"])});
   std::cout << t.render();
+}
+
+// The KV cache's size and, for paged caches, its capacity; a solved limit.
+void print_kv_cache(const ordered_json& r) {
+  const auto& kv = r["kv_cache"];
+  std::cout << "KV cache: " << gib(kv["bytes"]) << " GiB, "
+            << gpumem::cli::group_digits(kv["bytes_per_token"].get<std::uint64_t>())
+            << " bytes per token per sequence on the busiest GPU";
+  if (kv.contains("capacity_tokens")) {
+    std::cout << "; room for "
+              << gpumem::cli::group_digits(kv["capacity_tokens"].get<std::uint64_t>())
+              << " tokens = " << kv["concurrent_sequences"] << " sequences of this length at once";
+  }
+  std::cout << "\n";
+  if (r.contains("solution")) {
+    for (const auto& [key, value] : r["solution"].items()) {
+      if (key != "limited_by") std::cout << key << ": " << value;
+    }
+    std::cout << " (limited by " << r["solution"]["limited_by"].get<std::string>() << ")\n";
+  }
 }
 
 int estimate_command(const arguments& args) {
@@ -320,8 +369,12 @@ int estimate_command(const arguments& args) {
   if (args.options.count("dp-tp-fraction")) {
     request["parallel"]["dp_tp_fraction"] = args.options.at("dp-tp-fraction");
   }
-  if (!args.options.count("micro-batch")) return fail("estimate needs --micro-batch B");
-  request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
+  if (args.options.count("micro-batch")) {
+    request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
+  } else if (!inference_phase(args)) {
+    return fail("estimate needs --micro-batch B");
+  }
+  if (inference_phase(args) && !args.options.count("method")) request.erase("parallel");
   add_detailed_options(args, request);
   ordered_json response;
   if (!call(request, response)) return bad_input;
@@ -349,6 +402,7 @@ int estimate_command(const arguments& args) {
               << " tokens/s";
   }
   std::cout << "\n";
+  if (r.contains("kv_cache")) print_kv_cache(r);
   return 0;
 }
 
@@ -363,6 +417,16 @@ int plan_command(const arguments& args) {
   const auto& r = response["result"];
   if (args.json_output) {
     std::cout << r.dump(2) << "\n";
+    return 0;
+  }
+  if (inference_phase(args)) {
+    gpumem::cli::table t({"method", "GPUs", "fits", "peak GiB per GPU"});
+    for (const auto& c : r["candidates"]) {
+      t.row({c["method"], std::to_string(c["gpus"].get<std::uint64_t>()),
+             c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
+             c["valid"].get<bool>() ? gib(c["peak_bytes"]) : "-"});
+    }
+    std::cout << t.render() << "\n" << r["reason"].get<std::string>() << "\n";
     return 0;
   }
   gpumem::cli::table t({"method", "tp", "fits", "max micro-batch", "peak GiB", "tokens/s"});

@@ -11,6 +11,7 @@
 #include "gpumem/preset_catalog.hpp"
 #include "gpumem/training_step.hpp"
 #include "gpumem/validation.hpp"
+#include "inference_json.hpp"
 #include "model_json.hpp"
 #include "request_reader.hpp"
 
@@ -173,12 +174,38 @@ ordered_json model_identity(const training_context& c) {
   return out;
 }
 
-// The detailed estimator (one GPU so far): the step replayed through the caching allocator.
+bool is_inference(const json& request) {
+  const json& workload = request.value("workload", json::object());
+  return workload.is_object() && workload.value("phase", json()) == "inference";
+}
+
+// The detailed estimator for inference: weights, KV cache, prefill and decode, per rank.
+std::string inference_estimate(const json& request, training_context& c) {
+  auto metric = read_metric(request);
+  if (!metric.ok()) return respond_error(metric.failure());
+  auto fields =
+      inference_estimate_json(request, c.model.spec, c.cluster, metric.value(), c.warnings);
+  if (!fields.ok()) return respond_error(fields.failure());
+  ordered_json result;
+  result["mode"] = "detailed";
+  result["metric"] = metric.value();
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result.update(fields.value());
+  return respond("estimate", std::move(result), ordered_json(c.warnings));
+}
+
+// The detailed estimator for training: the step replayed through the caching allocator.
 std::string detailed_estimate(const json& request, training_context& c) {
   if (auto e = unknown_keys(request, "",
                             {"api_version", "command", "mode", "model", "cluster", "parallel",
-                             "workload", "options", "metric"})) {
+                             "workload", "options", "metric", "solve"})) {
     return respond_error(*e);
+  }
+  if (is_inference(request)) return inference_estimate(request, c);
+  if (request.contains("solve")) {
+    return respond_error({"request.invalid_value", "solve",
+                          "[solve] applies to inference (workload.phase \"inference\")"});
   }
   auto parallel = read_training_parallel(request, c.cluster.gpus, c.cluster.gpus_per_node);
   if (!parallel.ok()) return respond_error(parallel.failure());
@@ -265,7 +292,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
 std::string estimate_command(const json& request) {
   if (auto e = unknown_keys(request, "",
                             {"api_version", "command", "mode", "model", "cluster", "parallel",
-                             "workload", "options", "metric"})) {
+                             "workload", "options", "metric", "solve"})) {
     return respond_error(*e);
   }
   auto context = read_training(request);
@@ -319,6 +346,17 @@ std::string plan_command(const json& request) {
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
   const bool detailed = read_mode(request).value() == "detailed";
+  if (detailed && is_inference(request)) {
+    auto fields = inference_plan_json(request, c.model.spec, c.cluster, c.warnings);
+    if (!fields.ok()) return respond_error(fields.failure());
+    ordered_json result;
+    result["mode"] = "detailed";
+    result["metric"] = "device_used";
+    result["model"] = model_identity(c);
+    result["cluster"] = cluster_json(c.cluster);
+    result.update(fields.value());
+    return respond("plan", std::move(result), ordered_json(c.warnings));
+  }
   plan_options options;
   options.max_micro_batch = c.settings.max_micro_batch;
   options.speed = c.settings.speed;

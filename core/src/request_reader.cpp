@@ -107,6 +107,21 @@ result<gpu_spec> read_gpu(const json& cluster) {
   return spec;
 }
 
+// One of `accepted` for `key` of the object `in` reads, else `fallback`; a value outside the
+// list is recorded as an error naming them.
+std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
+                                  std::initializer_list<const char*> accepted) {
+  const std::string value = in.text(key, fallback);
+  for (const char* a : accepted) {
+    if (value == a) return value;
+  }
+  std::string list;
+  for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+  in.fail("request.invalid_value", key,
+          "[" + in.field(key) + "] must be one of " + list + "; got '" + value + "'");
+  return std::nullopt;
+}
+
 // Learned absolute positions stop at max_position_embeddings; rotary models only degrade.
 std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_len,
                                    std::vector<std::string>& warnings) {
@@ -344,16 +359,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
   config_reader in(workload, "workload", "request");
   training_config out;
   auto choice = [&](const char* key, const std::string& fallback,
-                    std::initializer_list<const char*> accepted) -> std::optional<std::string> {
-    const std::string value = in.text(key, fallback);
-    for (const char* a : accepted) {
-      if (value == a) return value;
-    }
-    std::string list;
-    for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
-    in.fail("request.invalid_value", key,
-            "[workload." + std::string(key) + "] must be one of " + list + "; got '" + value + "'");
-    return std::nullopt;
+                    std::initializer_list<const char*> accepted) {
+    return choose(in, key, fallback, accepted);
   };
   const auto phase = choice("phase", "train", {"train", "forward_backward"});
   const auto finetune = choice("finetune", "full", {"full", "lora", "dora"});
@@ -416,6 +423,119 @@ result<plan_settings> read_options(const json& request) {
   out.speed.mfu = in.number("mfu", default_mfu, 0.01, 1.0);
   out.max_micro_batch = in.optional({"max_micro_batch"}, out.max_micro_batch, 1ULL << 20);
   if (auto problem = in.problem("")) return *problem;
+  return out;
+}
+
+result<inference_request> read_inference_request(const json& request, const model_spec& model,
+                                                 std::uint64_t gpus,
+                                                 std::vector<std::string>& warnings) {
+  if (auto e = check_object(request, "workload")) return *e;
+  const json& workload = member(request, "workload");
+  if (auto e =
+          unknown_keys(workload, "workload",
+                       {"phase", "weights", "fp8_scaling", "group_size", "compute", "micro_batch",
+                        "seq_len", "new_tokens", "kv_cache", "attention", "framework"})) {
+    return *e;
+  }
+  config_reader in(workload, "workload", "request");
+  inference_request out;
+  inference_config& c = out.config;
+  const auto framework =
+      choose(in, "framework", "transformers", {"transformers", "litgpt", "vllm", "llama_cpp"});
+  const bool llama_cpp = framework && *framework == "llama_cpp";
+  const auto weights =
+      choose(in, "weights", llama_cpp ? "gguf_q4_k_m" : "bf16",
+             {"fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "nf4_double_quant",
+              "fp4_double_quant", "gptq_4bit", "awq_4bit", "gguf_q8_0", "gguf_q6_k", "gguf_q5_k_m",
+              "gguf_q4_k_m", "gguf_q3_k_m", "gguf_q2_k"});
+  const bool fp32_weights = weights && *weights == "fp32";
+  const auto compute =
+      choose(in, "compute", fp32_weights ? "fp32" : "bf16",
+             {"fp32", "fp16", "bf16", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
+  const auto scaling = choose(in, "fp8_scaling", "per_channel", {"per_tensor", "per_channel"});
+  const auto attention = choose(in, "attention", "sdpa", {"eager", "sdpa", "flash"});
+  c.weights.group_size = in.optional({"group_size"}, 128, 1ULL << 20);
+  c.batch = in.optional({"micro_batch"}, 1, 1ULL << 20);
+  c.prompt_tokens = in.optional({"seq_len"}, 512, max_positions);
+  c.new_tokens = in.optional({"new_tokens"}, 1, max_positions);
+  if (auto problem = in.problem("")) return *problem;
+  c.weights.format = *weight_format_named(*weights);  // `choose` accepted only these names
+  c.weights.fp8 = *scaling == "per_tensor" ? fp8_scaling::per_tensor : fp8_scaling::per_channel;
+  c.activation_bytes = *compute == "fp32" ? 4 : 2;
+  c.activation_bf16 = compute->find("bf16") != std::string::npos;
+  c.weights.dense_bytes = c.activation_bytes;
+  c.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
+  c.framework = *framework == "litgpt"      ? serving_framework::litgpt
+                : *framework == "vllm"      ? serving_framework::vllm
+                : *framework == "llama_cpp" ? serving_framework::llama_cpp
+                                            : serving_framework::transformers;
+
+  // The KV cache: each framework's own default kind.
+  const json& kv = member(workload, "kv_cache");
+  if (auto e = check_object(workload, "kv_cache"))
+    return error{e->code, "workload.kv_cache", e->message};
+  if (auto e = unknown_keys(kv, "workload.kv_cache",
+                            {"kind", "dtype", "tokens", "block_size", "gpu_memory_utilization",
+                             "max_num_batched_tokens", "max_num_seqs"})) {
+    return *e;
+  }
+  config_reader kv_in(kv, "workload.kv_cache", "request");
+  const char* default_kind = c.framework == serving_framework::vllm           ? "paged"
+                             : c.framework == serving_framework::transformers ? "dynamic"
+                                                                              : "static";
+  const auto kind = choose(kv_in, "kind", default_kind, {"dynamic", "static", "paged"});
+  const auto dtype = choose(kv_in, "dtype", *compute == "fp32" ? "fp32" : "bf16",
+                            {"fp32", "fp16", "bf16", "fp8", "int8"});
+  c.kv_cache_tokens = kv_in.optional({"tokens"}, 0, max_positions, 0);
+  c.block_size = kv_in.optional({"block_size"}, 16, 1024);
+  c.gpu_memory_utilization = kv_in.number("gpu_memory_utilization", 0.9, 0.01, 1.0);
+  c.profile_tokens = kv_in.optional({"max_num_batched_tokens"}, 8192, 1ULL << 20);
+  c.profile_sequences = kv_in.optional({"max_num_seqs"}, 256, 1ULL << 16);
+  if (auto problem = kv_in.problem("")) return *problem;
+  c.kv = *kind == "paged"    ? kv_cache_kind::paged
+         : *kind == "static" ? kv_cache_kind::static_cache
+                             : kv_cache_kind::dynamic;
+  c.kv_bytes = *dtype == "fp32" ? 4 : (*dtype == "fp8" || *dtype == "int8") ? 1 : 2;
+  if ((c.kv == kv_cache_kind::paged) != (c.framework == serving_framework::vllm)) {
+    return error{"request.invalid_value", "workload.kv_cache.kind",
+                 "[workload.kv_cache.kind] paged is vLLM's cache, and vLLM's cache is paged"};
+  }
+  const std::uint64_t context = c.prompt_tokens + c.new_tokens;
+  if (c.kv_cache_tokens != 0 && c.kv_cache_tokens < context) {
+    return error{"request.invalid_value", "workload.kv_cache.tokens",
+                 "[workload.kv_cache.tokens] a preallocated cache must hold the prompt and the "
+                 "new tokens (" +
+                     std::to_string(context) + "), got " + std::to_string(c.kv_cache_tokens)};
+  }
+  if (auto e = check_seq_len(model, context, warnings))
+    return error{e->code, "workload.seq_len", e->message};
+
+  // How the model is split over cluster.gpus: one GPU, tensor parallelism, or layers split.
+  if (auto e = check_object(request, "parallel")) return *e;
+  const json& parallel = member(request, "parallel");
+  if (auto e = unknown_keys(parallel, "parallel", {"method"})) return *e;
+  config_reader p_in(parallel, "parallel", "request");
+  const auto method = choose(p_in, "method", gpus > 1 ? "tensor_parallel" : "single",
+                             {"single", "tensor_parallel", "pipeline", "pipeline_layers"});
+  if (auto problem = p_in.problem("")) return *problem;
+  out.method = *method == "pipeline_layers" ? "pipeline" : *method;
+  if (out.method == "single" && gpus != 1) {
+    return error{
+        "request.invalid_value", "parallel.method",
+        "[parallel.method] single runs on one GPU; cluster.gpus is " + std::to_string(gpus)};
+  }
+  if (out.method == "tensor_parallel") c.tp_degree = gpus;
+  if (out.method == "pipeline") c.pp_degree = gpus;
+
+  // What to solve for, if anything.
+  const json& solve = member(request, "solve");
+  if (request.contains("solve")) {
+    if (!solve.is_string() || (solve != "max_context" && solve != "max_batch")) {
+      return error{"request.invalid_value", "solve",
+                   "[solve] must be \"max_context\" or \"max_batch\", got " + solve.dump()};
+    }
+    out.solve = solve.get<std::string>();
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 
 #include "gpumem/estimate.hpp"
 #include "gpumem/hardware.hpp"
+#include "gpumem/inference_step.hpp"
 #include "gpumem/model_spec.hpp"
 #include "gpumem/result.hpp"
 #include "gpumem/step_time.hpp"
@@ -81,5 +82,19 @@ struct plan_settings {
   std::uint64_t max_micro_batch = 4096;
 };
 result<plan_settings> read_options(const nlohmann::json& request);
+
+// An inference request: `workload` {"phase": "inference", "weights", "fp8_scaling",
+// "group_size", "compute", "micro_batch" (sequences), "seq_len" (prompt tokens), "new_tokens",
+// "kv_cache": {"kind", "dtype", "tokens", "block_size", "gpu_memory_utilization",
+// "max_num_batched_tokens", "max_num_seqs"}, "attention", "framework"}, `parallel.method`
+// single | tensor_parallel | pipeline over cluster.gpus, and `solve`.
+struct inference_request {
+  inference_config config;
+  std::string method = "single";
+  std::string solve;  // "", "max_context" or "max_batch"
+};
+result<inference_request> read_inference_request(const nlohmann::json& request,
+                                                 const model_spec& model, std::uint64_t gpus,
+                                                 std::vector<std::string>& warnings);
 
 }  // namespace gpumem

@@ -64,8 +64,9 @@ struct step_context {
   std::uint64_t adapter_bytes = 4;
   bool amp = false;
   bool full = true;
-  bool quantized = false;        // QLoRA: bitsandbytes 4-bit block linears
-  bool autocast_copies = false;  // fp32 trainable weights under autocast get 16-bit copies
+  bool quantized = false;         // QLoRA: bitsandbytes 4-bit block linears
+  bool fp16_quant_state = false;  // 4-bit weights quantised from fp16, computed in bf16
+  bool autocast_copies = false;   // fp32 trainable weights under autocast get 16-bit copies
 };
 
 // Which linear weights carry LoRA adapters (PEFT target_modules; "all-linear": every linear
@@ -232,9 +233,13 @@ block_memory block(const step_context& ctx, int layer_index) {
     if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
       linears.push_back(&tensor);
       const std::uint64_t local = tensor_parallel_numel(tensor, ctx.tp);
-      // A 4-bit weight is dequantised to 16 bits for its matmul, forward and backward.
-      if (ctx.quantized) m.transient = std::max(m.transient, local * c);
-      if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, local * c);
+      // A 4-bit weight is dequantised to 16 bits for its matmul, forward and backward; one that
+      // Lightning quantised from fp16 (litgpt: fabric/plugins/precision/bitsandbytes.py
+      // quantize, `.to(dtype=torch.half)`) is dequantised to fp16 and converted again for bf16
+      // compute (bitsandbytes MatMul4Bit: dequantize_4bit(B).to(A.dtype)).
+      const std::uint64_t dequantised = local * c * (ctx.fp16_quant_state ? 2 : 1);
+      if (ctx.quantized) m.transient = std::max(m.transient, dequantised);
+      if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, dequantised);
       if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
   }
@@ -393,6 +398,12 @@ std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp)
   return tensor.numel();
 }
 
+std::uint64_t tensor_parallel_in_features(const tensor_spec& tensor, std::uint64_t tp) {
+  const bool block_linear = tensor.layer >= 0 && (tensor.module == module_kind::linear ||
+                                                  tensor.module == module_kind::conv1d);
+  return block_linear ? local_in(tensor, std::max<std::uint64_t>(tp, 1)) : tensor_in(tensor);
+}
+
 stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage) {
   const std::size_t n = static_cast<std::size_t>(stages);
   const std::size_t s = static_cast<std::size_t>(stage);
@@ -412,21 +423,27 @@ std::uint64_t device_used_bytes(const training_estimate& estimate,
          cuda_libraries_bytes();
 }
 
-std::vector<component> peak_components(const training_estimate& estimate, const std::string& metric,
-                                       std::uint64_t cuda_context_bytes) {
+std::vector<component> replay_components(const timeline_peak& peak, std::uint64_t peak_reserved,
+                                         std::uint64_t paged_bytes, const std::string& metric,
+                                         std::uint64_t cuda_context_bytes) {
   std::vector<component> out;
   for (std::size_t i = 0; i < memory_category_count; ++i) {
-    const std::uint64_t bytes = estimate.peak.by_category[i];
+    const std::uint64_t bytes = peak.by_category[i];
     if (bytes > 0) out.push_back({category_name(static_cast<memory_category>(i)), bytes});
   }
   if (metric == "allocated") return out;
-  out.push_back({"allocator_cache", estimate.peak_reserved - estimate.peak.allocated});
+  out.push_back({"allocator_cache", peak_reserved - peak.allocated});
   if (metric == "reserved") return out;
-  if (estimate.unmanaged_bytes > 0)
-    out.push_back({"paged_optimizer_states", estimate.unmanaged_bytes});
+  if (paged_bytes > 0) out.push_back({"paged_optimizer_states", paged_bytes});
   out.push_back({"cuda_context", cuda_context_bytes});
   out.push_back({"cuda_libraries", cuda_libraries_bytes()});
   return out;
+}
+
+std::vector<component> peak_components(const training_estimate& estimate, const std::string& metric,
+                                       std::uint64_t cuda_context_bytes) {
+  return replay_components(estimate.peak, estimate.peak_reserved, estimate.unmanaged_bytes, metric,
+                           cuda_context_bytes);
 }
 
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
@@ -434,9 +451,35 @@ std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
   return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;
 }
 
+std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp) {
+  if (spec.num_heads % tp == 0 && spec.num_kv_heads % tp == 0 && spec.intermediate_size % tp == 0)
+    return std::nullopt;
+  return error{"parallel.invalid_degree", "parallel.tp",
+               "[parallel.tp] tensor parallelism over " + std::to_string(tp) +
+                   " ranks needs it to divide the attention heads (" +
+                   std::to_string(spec.num_heads) + "), the key/value heads (" +
+                   std::to_string(spec.num_kv_heads) + ") and the MLP width (" +
+                   std::to_string(spec.intermediate_size) + ")"};
+}
+
+model_spec litgpt_model(const model_spec& spec) {
+  model_spec out = spec;
+  if (!spec.tied_embeddings) return out;
+  out.tied_embeddings = false;
+  tensor_spec head;
+  head.name = "lm_head.weight";
+  head.role = tensor_role::lm_head;
+  head.module = module_kind::linear;
+  head.shape = {spec.vocab_size, spec.embedding_dim};
+  out.tensors.push_back(head);
+  return out;
+}
+
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu) {
+  if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
+    return estimate_training_step(litgpt_model(spec), config, gpu);
   if (!supported(spec)) {
     return error{
         "mode.unsupported_model", "model",
@@ -444,14 +487,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
             spec.architecture + " is not one"};
   }
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
-  if (spec.num_heads % tp != 0 || spec.num_kv_heads % tp != 0 || spec.intermediate_size % tp != 0) {
-    return error{"parallel.invalid_degree", "parallel.tp",
-                 "[parallel.tp] tensor parallelism over " + std::to_string(tp) +
-                     " ranks needs it to divide the attention heads (" +
-                     std::to_string(spec.num_heads) + "), the key/value heads (" +
-                     std::to_string(spec.num_kv_heads) + ") and the MLP width (" +
-                     std::to_string(spec.intermediate_size) + ")"};
-  }
+  if (auto e = check_tensor_parallel(spec, tp)) return *e;
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
   if (pp > spec.layers.size() || config.pp_stage >= pp) {
     return error{"parallel.invalid_degree", "parallel.pp",
@@ -495,6 +531,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   ctx.amp = is_amp(config.compute);
   ctx.full = config.finetune == finetune_kind::full;
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
+  ctx.fp16_quant_state = ctx.quantized && config.framework == framework_profile::litgpt &&
+                         (config.compute == compute_precision::amp_bf16 ||
+                          config.compute == compute_precision::pure_bf16);
   const bool pure = config.compute == compute_precision::pure_bf16 ||
                     config.compute == compute_precision::pure_fp16;
   const std::uint64_t full_bytes =

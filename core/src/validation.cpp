@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpumem/config_parser.hpp"
+#include "gpumem/inference_step.hpp"
 #include "gpumem/param_count.hpp"
 #include "gpumem/step_time.hpp"
 #include "gpumem/training_step.hpp"
@@ -344,6 +345,61 @@ std::string training_config_for(const json& p, training_config& config) {
   return "";
 }
 
+// The inference estimator's request for a validation point, or a reason it cannot be read yet.
+// A stated kv_cache_tokens is a preallocated cache; otherwise the framework's own kind.
+std::string inference_config_for(const json& p, inference_config& config) {
+  const json& w = p.value("workload", json::object());
+  const json& parallel = p.value("parallel", json::object());
+  if (parallel.value("cpu_offload", false) || !parallel.value("offload", json()).is_null())
+    return "offloaded runs are not modelled yet";
+  const std::string framework = text_or(w, "framework", "transformers");
+  if (framework == "litgpt") {
+    config.framework = serving_framework::litgpt;
+  } else if (framework == "vllm") {
+    config.framework = serving_framework::vllm;
+    config.kv = kv_cache_kind::paged;
+  } else if (framework != "transformers" && framework != "hf_trainer" &&
+             framework != "accelerate") {
+    return "inference under " + framework + " is not modelled yet";
+  }
+  const auto weights = weight_format_named(text_or(w, "weights", ""));
+  if (!weights) return std::string("weights ") + text_or(w, "weights", "?") + " not modelled";
+  config.weights.format = *weights;
+  const std::string compute = text_or(w, "compute", "");
+  if (compute.empty()) return "compute not stated";
+  config.activation_bytes = compute == "fp32" ? 4 : 2;
+  config.activation_bf16 = compute.find("bf16") != std::string::npos;
+  config.weights.dense_bytes = config.activation_bytes;
+  config.kv_bytes = config.activation_bytes;
+  for (const char* key : {"micro_batch", "seq_len"}) {
+    if (!w.value(key, json()).is_number_integer()) return std::string(key) + " not stated";
+  }
+  config.batch = w.at("micro_batch").get<std::uint64_t>();
+  config.prompt_tokens = w.at("seq_len").get<std::uint64_t>();
+  config.new_tokens = w.value("new_tokens", json()).is_number_integer()
+                          ? w.at("new_tokens").get<std::uint64_t>()
+                          : 1;
+  if (w.value("kv_cache_tokens", json()).is_number_integer()) {
+    config.kv_cache_tokens = w.at("kv_cache_tokens").get<std::uint64_t>();
+    if (config.kv != kv_cache_kind::paged) config.kv = kv_cache_kind::static_cache;
+  }
+  config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
+                         ? attention_kernel::eager
+                         : attention_kernel::sdpa;
+  const std::string method = text_or(parallel, "method", "single");
+  const std::uint64_t gpus = parallel.value("gpus", json()).is_number_integer()
+                                 ? parallel.at("gpus").get<std::uint64_t>()
+                                 : 1;
+  if (method == "tensor_parallel") {
+    config.tp_degree = gpus;
+  } else if (method == "pipeline_layers") {
+    config.pp_degree = gpus;
+  } else if (method != "single") {
+    return "inference method " + method + " is not modelled yet";
+  }
+  return "";
+}
+
 }  // namespace
 
 memory_report validate_memory(const json& points) {
@@ -371,13 +427,21 @@ memory_report validate_memory(const json& points) {
       out.note = why;
       report.points.push_back(out);
     };
+    const bool inference = out.phase == "inference";
     training_config config;
-    const std::string reason = training_config_for(p, config);
+    inference_config serving;
+    const std::string reason =
+        inference ? inference_config_for(p, serving) : training_config_for(p, config);
     if (!reason.empty()) {
       skip(reason);
       continue;
     }
-    const json model_config = p.contains("model") ? p.at("model").value("config", json()) : json();
+    json model_config = p.contains("model") ? p.at("model").value("config", json()) : json();
+    // The format names the KV heads num_key_value_heads for every model; Falcon's config.json
+    // calls them num_kv_heads (transformers FalconConfig).
+    if (model_config.is_object() && model_config.value("model_type", json()) == "falcon" &&
+        model_config.contains("num_key_value_heads") && !model_config.contains("num_kv_heads"))
+      model_config["num_kv_heads"] = model_config["num_key_value_heads"];
     auto spec = parse_model_config(model_config, {}, "model.config");
     if (!spec.ok()) {
       skip("model config: " + spec.failure().message);
@@ -392,23 +456,40 @@ memory_report validate_memory(const json& points) {
     auto cluster =
         read_cluster({{"cluster", {{"gpu", gpu_id.empty() ? "a100-sxm4-80gb" : gpu_id}}}});
     if (cluster.ok()) gpu = cluster.value().gpu;
-    auto estimate = estimate_training_step(spec.value(), config, gpu);
-    if (!estimate.ok()) {
-      skip(estimate.failure().message);
-      continue;
+    const std::uint64_t context_bytes = default_cuda_context_bytes(gpu.architecture);
+    double bytes = 0;
+    std::string peak_phase;
+    if (inference) {
+      // The measured rank is rank 0 (cuda:0): the first pipeline stage.
+      auto estimate = estimate_inference(spec.value(), serving, gpu);
+      if (!estimate.ok()) {
+        skip(estimate.failure().message);
+        continue;
+      }
+      const inference_estimate& e = estimate.value();
+      bytes = out.metric == "reserved" ? static_cast<double>(e.peak_reserved)
+              : out.metric == "nvml_used"
+                  ? static_cast<double>(inference_device_used(e, context_bytes))
+                  : static_cast<double>(e.peak.allocated);
+      peak_phase = e.peak.phase;
+    } else {
+      auto estimate = estimate_training_step(spec.value(), config, gpu);
+      if (!estimate.ok()) {
+        skip(estimate.failure().message);
+        continue;
+      }
+      const training_estimate& e = estimate.value();
+      bytes = out.metric == "reserved"    ? static_cast<double>(e.peak_reserved)
+              : out.metric == "nvml_used" ? static_cast<double>(device_used_bytes(e, context_bytes))
+                                          : static_cast<double>(e.peak.allocated);
+      peak_phase = e.peak.phase;
     }
-    double bytes = static_cast<double>(estimate.value().peak.allocated);
-    if (out.metric == "reserved") bytes = static_cast<double>(estimate.value().peak_reserved);
-    if (out.metric == "nvml_used") {
-      bytes = static_cast<double>(
-          device_used_bytes(estimate.value(), default_cuda_context_bytes(gpu.architecture)));
-    }
+    const bool optimizer_unstated =
+        !inference && !p.at("workload").value("optimizer", json()).is_string();
     out.note =
-        std::string("peak in ") + estimate.value().peak.phase +
+        std::string("peak in ") + peak_phase +
         (out.metric == "unknown" ? "; unknown metric read as allocated" : "") +
-        (p.at("workload").value("optimizer", json()).is_string()
-             ? ""
-             : "; optimizer not stated, read as AdamW") +
+        (optimizer_unstated ? "; optimizer not stated, read as AdamW" : "") +
         (gpu_id.empty() ? "; GPU not stated precisely: its runtime figures are the A100's" : "");
     out.estimated_gib = bytes / (1ULL << 30);
     out.scored = true;

@@ -227,3 +227,23 @@ test('detailed estimates under tensor (and sequence), pipeline and DP+TP paralle
   assert.equal(spWithDdp.status, 2);
   assert.match(spWithDdp.stderr, /parallel\.sequence_parallel/);
 });
+
+test('inference on the command line: components, KV cache, solved context, plan', () => {
+  const run = gpumem(['estimate', '--model', 'meta-llama/Llama-3.1-8B', '--gpu', 'rtx-4090', '--phase', 'inference',
+    '--seq-len', '4096', '--new-tokens', '256', '--micro-batch', '4', '--solve', 'max_context']);
+  assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /kv_cache\s+\d/);
+  assert.match(run.stdout, /KV cache: [\d.]+ GiB, 131,072 bytes per token/);
+  assert.match(run.stdout, /max_context: \d+ \(limited by memory\)/);
+  const vllm = gpumem(['estimate', '--model', 'meta-llama/Llama-3.1-8B', '--gpu', 'rtx-4090', '--phase', 'inference',
+    '--framework', 'vllm', '--weights', 'awq_4bit', '--gpu-memory-utilization', '0.85', '--json']);
+  assert.equal(vllm.status, 0, vllm.stderr);
+  assert.equal(JSON.parse(vllm.stdout).kv_cache.gpu_memory_utilization, 0.85);
+  const plan = gpumem(['plan', '--model', 'meta-llama/Llama-3.1-70B', '--gpu', 'h100-sxm', '--gpus', '8',
+    '--phase', 'inference', '--seq-len', '8192']);
+  assert.equal(plan.status, 0, plan.stderr);
+  assert.match(plan.stdout, /tensor_parallel\s+2\s+yes/);
+  const bad = gpumem(['estimate', '--model', 'meta-llama/Llama-3.1-8B', '--phase', 'inference', '--kv-dtype', 'fp4']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /workload\.kv_cache\.dtype/);
+});

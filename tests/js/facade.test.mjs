@@ -95,3 +95,51 @@ test('estimate and plan in LLMem mode through the facade', () => {
   assert.throws(() => gpumem.plan({ mode: 'guess', model: 'gpt2', cluster: { gpu: 't4' } }),
     (e) => e.code === 'request.invalid_value' && e.field === 'mode');
 });
+
+test('inference through the facade: formats, KV cache, solved limits, bad input', () => {
+  const base = { model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'rtx-4090' } };
+  const estimate = (workload, extra = {}) =>
+    gpumem.estimate({ ...base, ...extra, workload: { phase: 'inference', ...workload } });
+  const bf16 = estimate({ seq_len: 1024, new_tokens: 128, micro_batch: 2 });
+  assert.equal(bf16.workload.kv_cache.kind, 'dynamic');
+  assert.equal(bf16.kv_cache.bytes_per_token, 131072);
+  const sum = Object.values(bf16.per_gpu[0].components).reduce((a, b) => a + b, 0);
+  assert.equal(sum, bf16.peak_bytes);
+  // 4-bit weights take about a quarter of the 16-bit ones.
+  const nf4 = estimate({ seq_len: 1024, new_tokens: 128, micro_batch: 2, weights: 'nf4' });
+  assert.ok(nf4.weights_bytes < 0.4 * bf16.weights_bytes);
+  // The solved context fits, one more token does not.
+  const solved = estimate({ micro_batch: 4, new_tokens: 64 }, { solve: 'max_context' });
+  const longest = solved.solution.max_context;
+  assert.ok(longest > 1000);
+  assert.equal(estimate({ micro_batch: 4, new_tokens: 64, seq_len: longest - 64 }).fits, true);
+  assert.equal(estimate({ micro_batch: 4, new_tokens: 64, seq_len: longest - 63 }).fits, false);
+  // vLLM reports the paged cache's capacity.
+  const vllm = estimate({ framework: 'vllm', weights: 'awq_4bit', seq_len: 2000, new_tokens: 48 });
+  assert.equal(vllm.workload.kv_cache.kind, 'paged');
+  assert.equal(vllm.kv_cache.concurrent_sequences, Math.floor(vllm.kv_cache.capacity_tokens / 2048));
+  // llama.cpp runs GGUF files; GGUF elsewhere is refused, naming the field.
+  const gguf = estimate({ framework: 'llama_cpp', weights: 'gguf_q4_k_m', seq_len: 4096 });
+  assert.ok(gguf.weights_bytes < nf4.weights_bytes * 1.2);
+  const refused = [
+    [{ weights: 'gguf_q4_k_m' }, 'workload.weights'],
+    [{ weights: 'int3' }, 'workload.weights'],
+    [{ kv_cache: { kind: 'paged' } }, 'workload.kv_cache.kind'],
+    [{ kv_cache: { tokens: 10 }, seq_len: 100 }, 'workload.kv_cache.tokens'],
+    [{ new_tokens: 0 }, 'workload.new_tokens'],
+  ];
+  for (const [workload, field] of refused) {
+    assert.throws(() => estimate(workload), (e) => e instanceof GpumemError && e.field === field, field);
+  }
+  assert.throws(() => estimate({}, { solve: 'max_speed' }), (e) => e.field === 'solve');
+});
+
+test('an inference plan picks the fewest GPUs that serve the request', () => {
+  const plan = gpumem.plan({
+    model: 'meta-llama/Llama-3.1-70B', cluster: { gpu: 'h100-sxm', gpus: 8 },
+    workload: { phase: 'inference', seq_len: 8192, new_tokens: 512 },
+  });
+  assert.equal(plan.choice.gpus, 2);
+  assert.equal(plan.choice.method, 'tensor_parallel');
+  assert.equal(plan.candidates[0].fits, false);
+});

@@ -125,6 +125,10 @@ std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quan
 // (rounded up); norms, position embeddings and row-parallel biases are replicated.
 std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp);
 
+// The input features of `tensor` (a weight matrix) on one of `tp` ranks: split for row-parallel
+// block linears, whole otherwise.
+std::uint64_t tensor_parallel_in_features(const tensor_spec& tensor, std::uint64_t tp);
+
 // The blocks [first, last) pipeline stage `stage` of `stages` runs: an even split, the first
 // (layers mod stages) stages taking one more (Megatron-LM's uniform split when it divides).
 struct stage_layers {
@@ -132,6 +136,15 @@ struct stage_layers {
   std::size_t last = 0;
 };
 stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage);
+
+// parallel.invalid_degree unless `tp` divides the attention heads, the KV heads and the MLP
+// width (Megatron-style splits of whole heads and MLP columns).
+std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp);
+
+// The model as litgpt builds it: litgpt/model.py's GPT has an lm_head Linear of its own and never
+// ties it to the token embedding (a tied checkpoint's embedding is copied into it), so a tied
+// config gains a separate [vocab, hidden] LM head.
+model_spec litgpt_model(const model_spec& spec);
 
 // The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
 // 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
@@ -147,6 +160,13 @@ std::uint64_t cuda_libraries_bytes();
 // paged optimizer states, the CUDA context and the cuBLAS kernels.
 std::uint64_t device_used_bytes(const training_estimate& estimate,
                                 std::uint64_t cuda_context_bytes);
+
+// The peak of any replay by component as reported for `metric` ("allocated", "reserved" or
+// "device_used"): what was alive, the allocator's cache, then paged (unified-memory) bytes, the
+// CUDA context and the CUDA libraries. They sum to the peak in that metric.
+std::vector<component> replay_components(const timeline_peak& peak, std::uint64_t peak_reserved,
+                                         std::uint64_t paged_bytes, const std::string& metric,
+                                         std::uint64_t cuda_context_bytes);
 
 // The peak by component as reported for `metric` ("allocated", "reserved" or "device_used"):
 // what was alive, then the allocator's cache, then what lies outside the allocator. They sum to

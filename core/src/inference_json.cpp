@@ -1,0 +1,164 @@
+#include "inference_json.hpp"
+
+#include <algorithm>
+
+#include "config_reader.hpp"
+#include "estimate_json.hpp"
+#include "gpumem/inference_solver.hpp"
+#include "request_reader.hpp"
+
+namespace gpumem {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+const char* kv_kind_name(kv_cache_kind kind) {
+  switch (kind) {
+    case kv_cache_kind::static_cache:
+      return "static";
+    case kv_cache_kind::paged:
+      return "paged";
+    case kv_cache_kind::dynamic:
+      return "dynamic";
+  }
+  return "dynamic";
+}
+
+const char* framework_name(serving_framework framework) {
+  switch (framework) {
+    case serving_framework::litgpt:
+      return "litgpt";
+    case serving_framework::vllm:
+      return "vllm";
+    case serving_framework::llama_cpp:
+      return "llama_cpp";
+    case serving_framework::transformers:
+      return "transformers";
+  }
+  return "transformers";
+}
+
+std::uint64_t peak_in(const inference_estimate& e, const std::string& metric,
+                      std::uint64_t context) {
+  return metric == "allocated"  ? e.peak.allocated
+         : metric == "reserved" ? e.peak_reserved
+                                : inference_device_used(e, context);
+}
+
+ordered_json workload_json(const inference_config& c) {
+  return {{"phase", "inference"},
+          {"weights", weight_format_name(c.weights.format)},
+          {"framework", framework_name(c.framework)},
+          {"micro_batch", c.batch},
+          {"seq_len", c.prompt_tokens},
+          {"new_tokens", c.new_tokens},
+          {"attention", c.attention == attention_kernel::eager ? "eager" : "sdpa"},
+          {"kv_cache", {{"kind", kv_kind_name(c.kv)}, {"element_bytes", c.kv_bytes}}}};
+}
+
+}  // namespace
+
+result<ordered_json> inference_estimate_json(const json& request, const model_spec& spec,
+                                             const cluster_spec& cluster, const std::string& metric,
+                                             std::vector<std::string>& warnings) {
+  auto read = read_inference_request(request, spec, cluster.gpus, warnings);
+  if (!read.ok()) return read.failure();
+  const inference_config& c = read.value().config;
+  const std::uint64_t usable = cluster.gpu.memory_bytes - cluster.headroom_bytes;
+  auto ranks = estimate_inference_ranks(spec, c, cluster.gpu, usable, cluster.cuda_context_bytes);
+  if (!ranks.ok()) return ranks.failure();
+  const inference_ranks& r = ranks.value();
+  const inference_estimate& worst = r.stages[r.worst];
+
+  ordered_json out;
+  out["parallel"] = {{"method", read.value().method}, {"tp", c.tp_degree}, {"pp", c.pp_degree}};
+  out["workload"] = workload_json(c);
+  out["peak_bytes"] = peak_in(worst, metric, cluster.cuda_context_bytes);
+  out["fits"] = r.fits;
+  out["peak_phase"] = worst.peak.phase;
+  out["allocated_bytes"] = worst.peak.allocated;
+  out["reserved_bytes"] = worst.peak_reserved;
+  out["device_used_bytes"] = inference_device_used(worst, cluster.cuda_context_bytes);
+  out["weights_bytes"] = worst.weight_bytes;
+  ordered_json kv = {{"bytes", worst.kv_cache_bytes},
+                     {"bytes_per_token", worst.kv_bytes_per_token}};
+  if (c.kv == kv_cache_kind::paged) {
+    kv["capacity_tokens"] = worst.kv_capacity_tokens;
+    kv["concurrent_sequences"] = worst.concurrent_sequences;
+    kv["block_size"] = c.block_size;
+    kv["gpu_memory_utilization"] = c.gpu_memory_utilization;
+  }
+  out["kv_cache"] = std::move(kv);
+  ordered_json per_gpu = ordered_json::array();
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    rank_estimate rank;
+    rank.components = replay_components(r.stages[i].peak, r.stages[i].peak_reserved, 0, metric,
+                                        cluster.cuda_context_bytes);
+    rank.peak_bytes = peak_in(r.stages[i], metric, cluster.cuda_context_bytes);
+    rank.fits = r.stage_fits[i];
+    rank.first_rank = c.pp_degree > 1 ? i : 0;
+    rank.last_rank = c.pp_degree > 1 ? i : cluster.gpus - 1;
+    per_gpu.push_back(rank_json(rank));
+  }
+  out["per_gpu"] = std::move(per_gpu);
+  ordered_json notes = ordered_json::array();
+  for (const auto& stage : r.stages) {
+    for (const auto& n : stage.notes) {
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+    }
+  }
+  out["notes"] = std::move(notes);
+  if (!read.value().solve.empty()) {
+    const bool context = read.value().solve == "max_context";
+    const std::uint64_t upper =
+        context ? (spec.max_positions ? spec.max_positions : max_positions) : (1ULL << 20);
+    auto solved = solve_inference_limit(
+        spec, c, cluster.gpu, usable, cluster.cuda_context_bytes,
+        context ? inference_limit::max_context : inference_limit::max_batch, upper);
+    if (!solved.ok()) return solved.failure();
+    const char* key = context ? "max_context" : "max_batch";
+    out["solution"] = {{key, solved.value().value},
+                       {"limited_by", solved.value().value == 0 ? "nothing fits"
+                                      : solved.value().capped
+                                          ? (context ? "the model's positions" : "the search bound")
+                                          : "memory"}};
+  }
+  return out;
+}
+
+result<ordered_json> inference_plan_json(const json& request, const model_spec& spec,
+                                         const cluster_spec& cluster,
+                                         std::vector<std::string>& warnings) {
+  // The layouts are the plan's to choose: the workload is read as if for one GPU.
+  json single = request;
+  single.erase("parallel");
+  auto read = read_inference_request(single, spec, 1, warnings);
+  if (!read.ok()) return read.failure();
+  const std::uint64_t usable = cluster.gpu.memory_bytes - cluster.headroom_bytes;
+  const inference_plan plan = plan_inference(spec, read.value().config, cluster.gpu, usable,
+                                             cluster.cuda_context_bytes, cluster.gpus);
+  ordered_json candidates = ordered_json::array();
+  for (const auto& c : plan.candidates) {
+    ordered_json entry = {{"method", c.method},
+                          {"gpus", c.gpus},
+                          {"valid", c.valid},
+                          {"fits", c.fits},
+                          {"peak_bytes", c.peak_bytes}};
+    if (!c.note.empty()) entry["note"] = c.note;
+    candidates.push_back(std::move(entry));
+  }
+  ordered_json out;
+  out["workload"] = workload_json(read.value().config);
+  out["choice"] = nullptr;
+  if (plan.choice >= 0) {
+    const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
+    out["choice"] = {{"method", c.method}, {"gpus", c.gpus}, {"peak_bytes", c.peak_bytes}};
+  }
+  out["reason"] = plan.reason;
+  out["candidates"] = std::move(candidates);
+  return out;
+}
+
+}  // namespace gpumem

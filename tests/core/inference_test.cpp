@@ -1,0 +1,309 @@
+// The inference estimator: every weight format's bytes by hand, llama.cpp's tensor types, the KV
+// cache, the replay's parts, and the limit solver against brute force.
+
+#include <doctest/doctest.h>
+
+#include "gpumem/config_parser.hpp"
+#include "gpumem/inference_solver.hpp"
+#include "gpumem/inference_step.hpp"
+#include "gpumem/weight_format.hpp"
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+result<model_spec> preset(const char* id) {
+  const auto presets = test::read_presets();
+  return parse_model_config(presets.at(id).at("config"), {}, "c");
+}
+
+const tensor_spec& tensor_named(const model_spec& spec, const std::string& name) {
+  for (const auto& t : spec.tensors) {
+    if (t.name == name) return t;
+  }
+  FAIL("no tensor " << name);
+  return spec.tensors.front();
+}
+
+weight_storage storage(weight_format format) {
+  weight_storage s;
+  s.format = format;
+  return s;
+}
+
+gpu_spec gpu_with(std::uint64_t memory_bytes) {
+  gpu_spec gpu;
+  gpu.architecture = "ampere";
+  gpu.memory_bytes = memory_bytes;
+  return gpu;
+}
+
+TEST_CASE("bytes of a 4096 x 4096 matrix in every non-GGUF format, by hand") {
+  const std::uint64_t n = 4096ULL * 4096;  // 16,777,216 weights
+  // LLM.int8: int8 codes + fp32 absmax per output row.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::int8)) == n + 4 * 4096);
+  // bitsandbytes 4-bit: half a byte per weight + fp32 absmax per 64 weights = 0.5625 B/weight.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::nf4)) == n / 2 + 4 * (n / 64));
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::fp4)) == 9437184);
+  // Double quantisation: uint8 absmax per 64 weights, fp32 absmax per 256 blocks, fp32 offset.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::nf4_double_quant)) ==
+        n / 2 + n / 64 + 4 * (n / 64 / 256) + 4);
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::fp4_double_quant)) == 8654852);
+  // fp8: one byte per weight + fp32 scales.
+  weight_storage fp8 = storage(weight_format::fp8);
+  CHECK(quantized_matrix_bytes(4096, 4096, fp8) == n + 4 * 4096);
+  fp8.fp8 = fp8_scaling::per_tensor;
+  CHECK(quantized_matrix_bytes(4096, 4096, fp8) == n + 4);
+  // GPTQ, group 128: packed codes, packed zeros (32 groups x 512 int32), fp16 scales, g_idx.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::gptq_4bit)) ==
+        n / 2 + 32 * 512 * 4 + 32 * 4096 * 2 + 4096 * 4);
+  // AWQ: the same without g_idx.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::awq_4bit)) ==
+        n / 2 + 32 * 512 * 4 + 32 * 4096 * 2);
+  // A group size that does not divide the input features rounds the groups up.
+  weight_storage gptq = storage(weight_format::gptq_4bit);
+  gptq.group_size = 1000;
+  CHECK(quantized_matrix_bytes(8, 4096, gptq) == 8 * 4096 / 2 + 5 * 1 * 4 + 5 * 8 * 2 + 4096 * 4);
+  // Dense storage: the compute dtype's bytes.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::bf16)) == 2 * n);
+}
+
+TEST_CASE("GGUF block layouts (ggml-common.h): bytes per block of 32 or 256 weights") {
+  const std::uint64_t n = 4096ULL * 4096;
+  CHECK(gguf_tensor_bytes(n, gguf_type::q8_0) == n / 32 * 34);    // 8.5 bits per weight
+  CHECK(gguf_tensor_bytes(n, gguf_type::q6_k) == n / 256 * 210);  // 6.5625
+  CHECK(gguf_tensor_bytes(n, gguf_type::q5_k) == n / 256 * 176);  // 5.5
+  CHECK(gguf_tensor_bytes(n, gguf_type::q4_k) == n / 256 * 144);  // 4.5
+  CHECK(gguf_tensor_bytes(n, gguf_type::q3_k) == n / 256 * 110);  // 3.4375
+  CHECK(gguf_tensor_bytes(n, gguf_type::q2_k) == n / 256 * 84);   // 2.625
+  CHECK(gguf_tensor_bytes(n, gguf_type::q5_0) == n / 32 * 22);
+  CHECK(gguf_tensor_bytes(4096, gguf_type::f32) == 4096 * 4);
+}
+
+TEST_CASE("llama.cpp's tensor types for the K-quant mixes (llama-quant.cpp)") {
+  const auto spec = preset("meta-llama/Llama-2-7b-hf");  // 32 layers, 32 KV heads
+  REQUIRE(spec.ok());
+  const model_spec& s = spec.value();
+  auto type = [&](weight_format f, const std::string& name) {
+    return gguf_tensor_type(f, tensor_named(s, name), s);
+  };
+  const auto q4 = weight_format::gguf_q4_k_m;
+  // use_more_bits for 32 layers: 0-3, every third from 6 to 27, 28-31.
+  CHECK(type(q4, "model.layers.0.self_attn.v_proj.weight") == gguf_type::q6_k);
+  CHECK(type(q4, "model.layers.4.self_attn.v_proj.weight") == gguf_type::q4_k);
+  CHECK(type(q4, "model.layers.6.self_attn.v_proj.weight") == gguf_type::q6_k);
+  CHECK(type(q4, "model.layers.7.mlp.down_proj.weight") == gguf_type::q4_k);
+  CHECK(type(q4, "model.layers.30.mlp.down_proj.weight") == gguf_type::q6_k);
+  CHECK(type(q4, "model.layers.6.self_attn.q_proj.weight") == gguf_type::q4_k);
+  CHECK(type(q4, "lm_head.weight") == gguf_type::q6_k);
+  CHECK(type(q4, "model.embed_tokens.weight") == gguf_type::q4_k);
+  CHECK(type(q4, "model.norm.weight") == gguf_type::f32);
+  const auto q3 = weight_format::gguf_q3_k_m;
+  CHECK(type(q3, "model.layers.1.self_attn.v_proj.weight") == gguf_type::q5_k);
+  CHECK(type(q3, "model.layers.2.self_attn.v_proj.weight") == gguf_type::q4_k);
+  CHECK(type(q3, "model.layers.1.mlp.down_proj.weight") == gguf_type::q5_k);  // below 32/16
+  CHECK(type(q3, "model.layers.2.mlp.down_proj.weight") == gguf_type::q4_k);
+  CHECK(type(q3, "model.layers.2.self_attn.o_proj.weight") == gguf_type::q4_k);
+  CHECK(type(q3, "model.layers.2.mlp.up_proj.weight") == gguf_type::q3_k);
+  // Q2_K: attn_v at Q3_K without grouped-query attention, Q4_K with 4+ query heads per KV head.
+  CHECK(type(weight_format::gguf_q2_k, "model.layers.5.self_attn.v_proj.weight") ==
+        gguf_type::q3_k);
+  const auto llama3 = preset("meta-llama/Llama-3.1-8B");
+  REQUIRE(llama3.ok());
+  CHECK(gguf_tensor_type(weight_format::gguf_q2_k,
+                         tensor_named(llama3.value(), "model.layers.5.self_attn.v_proj.weight"),
+                         llama3.value()) == gguf_type::q4_k);
+  // Q8_0 and Q6_K files keep one type; rows that are not a multiple of 256 fall back.
+  CHECK(type(weight_format::gguf_q8_0, "lm_head.weight") == gguf_type::q8_0);
+  tensor_spec odd = tensor_named(s, "model.layers.5.mlp.up_proj.weight");
+  odd.shape = {18176, 4544};  // Falcon-7B's rows: 4544 = 17.75 x 256
+  CHECK(gguf_tensor_type(q4, odd, s) == gguf_type::q5_0);
+}
+
+TEST_CASE("GGUF tensor bytes match published Llama-2-7B files up to one constant header") {
+  const auto spec = preset("meta-llama/Llama-2-7b-hf");
+  REQUIRE(spec.ok());
+  const auto golden = test::read_json("tests/golden/gguf_file_sizes.json");
+  std::int64_t header = -1;
+  for (const auto& item : golden.at("files").items()) {
+    const std::string name = item.key();
+    const auto& file_bytes = item.value();
+    CAPTURE(name);
+    inference_config c;
+    c.weights.format = *weight_format_named(name);
+    c.framework = serving_framework::llama_cpp;
+    c.kv = kv_cache_kind::static_cache;
+    auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+    REQUIRE(e.ok());
+    const std::int64_t rest =
+        file_bytes.get<std::int64_t>() - static_cast<std::int64_t>(e.value().weight_bytes);
+    CHECK(rest > 0);
+    CHECK(rest < 2000000);
+    if (header >= 0) CHECK(rest == header);
+    header = rest;
+  }
+}
+
+TEST_CASE("KV cache bytes: GQA, tensor-parallel shares, pipeline stages, dtype, sliding window") {
+  const auto spec = preset("meta-llama/Llama-3.1-8B");  // 32 layers, 8 KV heads of 128
+  REQUIRE(spec.ok());
+  inference_config c;
+  // 2 (K and V) x 32 layers x 8 heads x 128 x 2 bytes = 131,072 bytes per token.
+  CHECK(kv_cache_bytes(spec.value(), c, 1) == 131072);
+  CHECK(kv_cache_bytes(spec.value(), c, 1000) == 131072000);
+  c.kv_bytes = 1;  // fp8
+  CHECK(kv_cache_bytes(spec.value(), c, 1) == 65536);
+  c.kv_bytes = 2;
+  c.tp_degree = 4;  // two KV heads per rank
+  CHECK(kv_cache_bytes(spec.value(), c, 1) == 32768);
+  c.tp_degree = 1;
+  c.pp_degree = 4;  // 8 layers per stage
+  CHECK(kv_cache_bytes(spec.value(), c, 1) == 32768);
+
+  const auto mistral = preset("mistralai/Mistral-7B-v0.1");  // sliding window 4096
+  REQUIRE(mistral.ok());
+  inference_config m;
+  CHECK(kv_cache_bytes(mistral.value(), m, 8192) == kv_cache_bytes(mistral.value(), m, 4096));
+  m.framework = serving_framework::litgpt;  // litgpt allocates the full length
+  CHECK(kv_cache_bytes(mistral.value(), m, 8192) == 2 * kv_cache_bytes(mistral.value(), m, 4096));
+}
+
+TEST_CASE("MLA: vLLM caches the latent and the rope key, transformers the decompressed heads") {
+  const auto spec = preset("deepseek-ai/DeepSeek-V3");
+  REQUIRE(spec.ok());
+  const auto& s = spec.value();
+  inference_config c;
+  c.framework = serving_framework::vllm;
+  // (kv_lora_rank 512 + rope 64) x 2 bytes x 61 layers.
+  CHECK(kv_cache_bytes(s, c, 1) == (512 + 64) * 2 * s.layers.size());
+  c.framework = serving_framework::transformers;
+  // 128 heads x (192 key + 128 value) x 2 bytes x 61 layers.
+  CHECK(kv_cache_bytes(s, c, 1) == 128 * (192 + 128) * 2 * s.layers.size());
+}
+
+TEST_CASE("a preallocated cache and 16-bit weights: the peak holds the weights and the cache") {
+  const auto spec = preset("meta-llama/Llama-2-7b-hf");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.framework = serving_framework::litgpt;
+  c.kv = kv_cache_kind::static_cache;
+  c.prompt_tokens = 6;
+  c.new_tokens = 50;
+  auto e = estimate_inference(spec.value(), c, gpu_with(40 * gib));
+  REQUIRE(e.ok());
+  CHECK(e.value().weight_bytes == 6738415616ULL * 2);
+  // 56 tokens x 2 x 32 layers x 4096 x 2 bytes.
+  CHECK(e.value().kv_cache_bytes == 56ULL * 2 * 32 * 4096 * 2);
+  const auto& at_peak = e.value().peak.by_category;
+  CHECK(at_peak[static_cast<std::size_t>(memory_category::weights)] == 6738415616ULL * 2);
+  CHECK(e.value().peak.allocated > 6738415616ULL * 2 + 56ULL * 2 * 32 * 4096 * 2);
+}
+
+TEST_CASE("bitsandbytes 4-bit prefill dequantises one weight at a time; litgpt twice for bf16") {
+  const auto spec = preset("meta-llama/Llama-2-7b-hf");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.weights.format = weight_format::nf4;
+  c.prompt_tokens = 64;
+  c.new_tokens = 1;
+  auto plain = estimate_inference(spec.value(), c, gpu_with(40 * gib));
+  c.framework = serving_framework::litgpt;  // also quantises and projects lm_head
+  auto litgpt = estimate_inference(spec.value(), c, gpu_with(40 * gib));
+  REQUIRE(plain.ok());
+  REQUIRE(litgpt.ok());
+  // transformers keeps lm_head (32000 x 4096) in bf16; litgpt stores it in 4 bits.
+  const std::uint64_t head = 32000ULL * 4096;
+  CHECK(plain.value().weight_bytes - litgpt.value().weight_bytes ==
+        2 * head - head / 2 - head / 16);
+  // litgpt's peak: lm_head dequantised to fp16 and converted to bf16 (2 x 2 bytes per weight).
+  const auto& a = litgpt.value().peak.by_category;
+  CHECK(a[static_cast<std::size_t>(memory_category::activations)] >= 4 * head);
+}
+
+TEST_CASE("vLLM: the KV cache takes what gpu_memory_utilization leaves, in whole blocks") {
+  const auto spec = preset("meta-llama/Llama-3.1-8B");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.framework = serving_framework::vllm;
+  c.kv = kv_cache_kind::paged;
+  c.prompt_tokens = 1000;
+  c.new_tokens = 24;
+  auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE(e.ok());
+  const auto& v = e.value();
+  CHECK(v.kv_capacity_tokens % 16 == 0);
+  CHECK(v.kv_cache_bytes == v.kv_capacity_tokens * 131072);
+  CHECK(v.concurrent_sequences == v.kv_capacity_tokens / 1024);
+  // Everything vLLM counts stays within 90 % of the card, less than one block short of it.
+  const double budget = 0.9 * static_cast<double>(80 * gib);
+  const double counted = static_cast<double>(v.peak.allocated + cuda_libraries_bytes());
+  CHECK(counted <= budget);
+  CHECK(counted > budget - 16.0 * 131072);
+  // A card too small for the weights has no cache at all.
+  auto small = estimate_inference(spec.value(), c, gpu_with(16 * gib));
+  REQUIRE(small.ok());
+  CHECK(small.value().kv_capacity_tokens == 0);
+  CHECK_FALSE(small.value().fits_request);
+}
+
+TEST_CASE("the max-context and max-batch solvers agree with brute force") {
+  const auto spec = preset("meta-llama/Llama-3.2-1B");
+  REQUIRE(spec.ok());
+  for (const auto kind : {kv_cache_kind::dynamic, kv_cache_kind::static_cache}) {
+    CAPTURE(static_cast<int>(kind));
+    inference_config c;
+    c.kv = kind;
+    c.new_tokens = 16;
+    c.batch = 64;
+    const std::uint64_t usable = 4 * gib;
+    const std::uint64_t context_bytes = 0;
+    auto solved = solve_inference_limit(spec.value(), c, gpu_with(usable), usable, context_bytes,
+                                        inference_limit::max_context, 131072);
+    REQUIRE(solved.ok());
+    const std::uint64_t best = solved.value().value;
+    REQUIRE(best > 17);
+    REQUIRE(best < 4000);
+    // Brute force over every context around the answer: all up to it fit, none just after.
+    for (std::uint64_t tokens = best - 16; tokens <= best + 64; ++tokens) {
+      inference_config t = c;
+      t.prompt_tokens = tokens - c.new_tokens;
+      auto ranks = estimate_inference_ranks(spec.value(), t, gpu_with(usable), usable, 0);
+      REQUIRE(ranks.ok());
+      CHECK(ranks.value().fits == (tokens <= best));
+    }
+  }
+  inference_config c;
+  c.prompt_tokens = 2048;
+  c.new_tokens = 128;
+  const std::uint64_t usable = 6 * gib;
+  auto solved = solve_inference_limit(spec.value(), c, gpu_with(usable), usable, 0,
+                                      inference_limit::max_batch, 1 << 20);
+  REQUIRE(solved.ok());
+  const std::uint64_t best = solved.value().value;
+  REQUIRE(best > 1);
+  for (std::uint64_t batch = 1; batch <= best + 8; ++batch) {
+    inference_config t = c;
+    t.batch = batch;
+    auto ranks = estimate_inference_ranks(spec.value(), t, gpu_with(usable), usable, 0);
+    REQUIRE(ranks.ok());
+    CHECK(ranks.value().fits == (batch <= best));
+  }
+}
+
+TEST_CASE("inference refuses what it does not model, naming the field") {
+  const auto spec = preset("meta-llama/Llama-3.1-8B");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.weights.format = weight_format::gguf_q4_k_m;  // GGUF outside llama.cpp
+  auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.failure().field == "workload.weights");
+  c.weights.format = weight_format::bf16;
+  c.tp_degree = 3;
+  e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.failure().code == "parallel.invalid_degree");
+}
+
+}  // namespace
+}  // namespace gpumem
