@@ -30,6 +30,15 @@ const std::string detailed_plan_request =
     R"({"api_version":1,"command":"plan","model":"meta-llama/Llama-3.1-8B",)"
     R"("cluster":{"gpu":"a100-sxm4-80gb","gpus":8},"workload":{"seq_len":2048,"grad_ckpt":true}})";
 
+const std::string inference_request =
+    R"({"api_version":1,"command":"estimate","model":"meta-llama/Llama-3.1-8B",)"
+    R"("cluster":{"gpu":"rtx-4090"},"workload":{"phase":"inference","weights":"nf4",)"
+    R"("micro_batch":4,"seq_len":4096,"new_tokens":256}})";
+const std::string inference_solve_request =
+    R"({"api_version":1,"command":"estimate","model":"meta-llama/Llama-3.1-8B",)"
+    R"("cluster":{"gpu":"rtx-4090"},"workload":{"phase":"inference","weights":"nf4",)"
+    R"("micro_batch":4,"new_tokens":256},"solve":"max_context"})";
+
 void run(benchmark::State& state, const std::string& request) {
   for (auto _ : state) benchmark::DoNotOptimize(gpumem::handle_request(request));
 }
@@ -39,6 +48,8 @@ void plan(benchmark::State& state) { run(state, plan_request); }
 void params(benchmark::State& state) { run(state, params_request); }
 void detailed_estimate(benchmark::State& state) { run(state, detailed_request); }
 void detailed_plan(benchmark::State& state) { run(state, detailed_plan_request); }
+void inference_estimate(benchmark::State& state) { run(state, inference_request); }
+void inference_max_context(benchmark::State& state) { run(state, inference_solve_request); }
 
 // The estimate itself once the model is read and prepared (what the planner's batch search
 // repeats): OPT-6.7b, ADP on 4 V100-16GB, micro-batch 4, sequence 512.
@@ -62,6 +73,8 @@ BENCHMARK(plan)->Unit(benchmark::kMicrosecond);
 BENCHMARK(params)->Unit(benchmark::kMicrosecond);
 BENCHMARK(detailed_estimate)->Unit(benchmark::kMicrosecond);
 BENCHMARK(detailed_plan)->Unit(benchmark::kMillisecond);
+BENCHMARK(inference_estimate)->Unit(benchmark::kMicrosecond);
+BENCHMARK(inference_max_context)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

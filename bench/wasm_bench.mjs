@@ -34,3 +34,8 @@ time('estimate (detailed, Llama-3.1-8B LoRA, 1 GPU)', () => gpumem.estimate(deta
 time('plan (detailed, Llama-3.1-8B, 8 GPUs)', () => gpumem.plan({
   model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'a100-sxm4-80gb', gpus: 8 },
   workload: { seq_len: 2048, grad_ckpt: true } }), 3000);
+const inference = { model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'rtx-4090' },
+  workload: { phase: 'inference', weights: 'nf4', micro_batch: 4, seq_len: 4096, new_tokens: 256 } };
+time('estimate (inference, Llama-3.1-8B nf4, 1 GPU)', () => gpumem.estimate(inference));
+time('estimate (inference, solve max_context)', () => gpumem.estimate({
+  ...inference, workload: { ...inference.workload, seq_len: undefined }, solve: 'max_context' }), 3000);

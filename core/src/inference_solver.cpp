@@ -47,6 +47,7 @@ result<inference_solution> solve_inference_limit(const model_spec& spec,
       trial.batch = value;
     }
     auto ranks = estimate_inference_ranks(spec, trial, gpu, usable_bytes, cuda_context_bytes);
+    if (!ranks.ok() && ranks.failure().code == "request.too_large") return false;
     if (!ranks.ok()) return ranks.failure();
     return ranks.value().fits;
   };

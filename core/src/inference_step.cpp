@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace gpumem {
 
@@ -359,6 +360,27 @@ std::uint64_t llama_cpp_compute_buffer(const model_spec& spec, const inference_c
   return 4 * ubatch * (widest + spec.hidden_size);
 }
 
+// Requests whose tensors would not fit in 2^56 bytes (64 PiB) are refused rather than computed
+// with wrapped 64-bit sizes: a rough upper bound of the KV cache and the widest activations.
+std::optional<error> check_size(const model_spec& spec, const inference_config& c) {
+  const double sequences = static_cast<double>(c.batch);
+  const double tokens =
+      static_cast<double>(c.prompt_tokens + c.new_tokens) + static_cast<double>(c.kv_cache_tokens);
+  const double width =
+      static_cast<double>(std::max({spec.hidden_size, spec.intermediate_size, spec.vocab_size,
+                                    spec.num_heads * std::max(spec.head_dim, spec.v_head_dim)}));
+  double bytes = sequences * tokens * static_cast<double>(spec.layers.size()) * 2 * width * 4;
+  if (c.attention == attention_kernel::eager)
+    bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;
+  bytes += static_cast<double>(c.profile_tokens) * width * 16 +
+           static_cast<double>(c.profile_sequences) * static_cast<double>(spec.vocab_size) * 16;
+  if (bytes < 72057594037927936.0) return std::nullopt;  // 2^56
+  return error{
+      "request.too_large", "workload.seq_len",
+      "[workload.seq_len] this request's KV cache and activations would exceed 2^56 bytes; "
+      "reduce seq_len, new_tokens or micro_batch"};
+}
+
 }  // namespace
 
 std::uint64_t kv_cache_bytes(const model_spec& spec, const inference_config& config,
@@ -415,6 +437,7 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   if (config.framework == serving_framework::litgpt && pp > 1) r.last_stage = r.first_stage;
 
   inference_estimate out;
+  if (auto e = check_size(spec, config)) return *e;
   const std::uint64_t total_tokens = config.prompt_tokens + config.new_tokens;
   const std::uint64_t final_context = config.prompt_tokens + config.new_tokens - 1;
   out.kv_bytes_per_token = kv_cache_bytes(spec, config, 1);
