@@ -297,10 +297,23 @@ class inference_replay {
     return sum;
   }
 
-  // SDPA/flash keep O(tokens) statistics; eager materialises the scores, their fp32 softmax
+  // SDPA/flash keep O(tokens) statistics, unless SDPA has to run its math kernel
+  // (sdpa_math_kernel); eager materialises the scores, their fp32 softmax
   // (softmax(dtype=float32)) and its cast back (transformers eager_attention_forward).
   int attention(const pass& p, const layer_dims& d) {
     const std::uint64_t a = c_.activation_bytes;
+    const bool transformers = c_.framework == serving_framework::transformers;
+    if (c_.attention != attention_kernel::eager && p.tokens > 1 &&
+        sdpa_math_kernel(spec_, a, transformers)) {
+      // The math kernel: fp32 scores, then (with the mask added) their fp32 softmax.
+      const std::uint64_t scores = p.batch * d.heads * p.tokens * p.context;
+      const int s = tl_.allocate(scores * 4, cat::activations);
+      const int probs = tl_.allocate(scores * 4, cat::activations);
+      tl_.free(s);
+      const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
+      tl_.free(probs);
+      return out;
+    }
     if (c_.attention == attention_kernel::eager) {
       const std::uint64_t scores = p.batch * d.heads * p.tokens * p.context;
       const int s = tl_.allocate(scores * a, cat::activations);

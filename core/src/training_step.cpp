@@ -278,18 +278,22 @@ block_memory block(const step_context& ctx, int layer_index) {
   // softmax, its 16-bit cast and K/V repeated to all heads.
   const std::uint64_t scores =
       ctx.config.micro_batch * heads * ctx.config.seq_len * ctx.config.seq_len;
-  const bool math_sdpa = !eager && c == 4 && kv < q;
+  const bool math_sdpa =
+      !eager && sdpa_math_kernel(spec, c, ctx.config.framework == framework_profile::transformers);
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
   // before SDPA; transformers passes enable_gqa (litgpt/model.py CausalSelfAttention,
   // torchtune/modules/attention.py MultiHeadAttention).
   const bool expanded_kv = ctx.config.framework != framework_profile::transformers && kv < q;
   m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
   if (math_sdpa) {
-    // q and the repeated k scaled by sqrt(scale), the repeated v, the softmax output.
-    m.saved.push_back(3 * c * t * q);
-    m.saved.push_back(c * scores);
-    if (spec.attention_dropout > 0) m.saved.push_back(scores + c * scores);  // mask + output
-    m.transient = std::max(m.transient, c * scores);
+    // In fp32: q and k scaled by sqrt(scale), v (repeated to every head for fp32 GQA; one
+    // broadcast head when 16-bit inputs reach the math kernel unexpanded), the softmax output;
+    // the scores before it are the transient.
+    const bool broadcast = c != 4;
+    m.saved.push_back(4 * t * (q + 2 * (broadcast ? kv : q)));
+    m.saved.push_back(4 * scores);
+    if (spec.attention_dropout > 0) m.saved.push_back(scores + 4 * scores);  // mask + output
+    m.transient = std::max(m.transient, 4 * scores);
   } else if (eager) {
     if (kv < q) m.saved.push_back(2 * c * t * q);
     m.saved.push_back(4 * scores);
@@ -449,6 +453,12 @@ std::vector<component> peak_components(const training_estimate& estimate, const 
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
   if (architecture == "hopper" || architecture == "blackwell") return 32ULL << 20;
   return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;
+}
+
+bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers) {
+  if (spec.num_kv_heads >= spec.num_heads) return false;
+  if (compute_bytes == 4) return true;
+  return transformers && spec.model_type == "falcon" && spec.num_kv_heads == 1;
 }
 
 std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp) {

@@ -220,6 +220,28 @@ TEST_CASE("bitsandbytes 4-bit prefill dequantises one weight at a time; litgpt t
   CHECK(a[static_cast<std::size_t>(memory_category::activations)] >= 4 * head);
 }
 
+TEST_CASE("SDPA's math kernel: Falcon-7B's single K/V head in transformers, fp32 GQA") {
+  const auto falcon = preset("tiiuae/falcon-7b");     // 71 query heads, 1 K/V head
+  const auto falcon40 = preset("tiiuae/falcon-40b");  // 128 query heads, 8 K/V heads (broadcast)
+  const auto llama = preset("meta-llama/Llama-3.1-8B");
+  REQUIRE(falcon.ok());
+  REQUIRE(falcon40.ok());
+  REQUIRE(llama.ok());
+  CHECK(sdpa_math_kernel(falcon.value(), 2, true));
+  CHECK_FALSE(sdpa_math_kernel(falcon.value(), 2, false));  // litgpt repeats K/V
+  CHECK_FALSE(sdpa_math_kernel(falcon40.value(), 2, true));
+  CHECK_FALSE(sdpa_math_kernel(llama.value(), 2, true));
+  CHECK(sdpa_math_kernel(llama.value(), 4, true));  // fp32 GQA: no fused kernel takes it
+  // A 2,048-token prefill holds two fp32 score tensors of 71 x 2048 x 2048 at once.
+  inference_config c;
+  c.prompt_tokens = 2048;
+  auto e = estimate_inference(falcon.value(), c, gpu_with(80 * gib));
+  REQUIRE(e.ok());
+  const std::uint64_t scores = 71ULL * 2048 * 2048 * 4;
+  CHECK(e.value().peak.by_category[static_cast<std::size_t>(memory_category::activations)] >=
+        2 * scores);
+}
+
 TEST_CASE("vLLM: the KV cache takes what gpu_memory_utilization leaves, in whole blocks") {
   const auto spec = preset("meta-llama/Llama-3.1-8B");
   REQUIRE(spec.ok());

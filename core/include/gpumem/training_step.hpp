@@ -137,6 +137,15 @@ struct stage_layers {
 };
 stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage);
 
+// Whether SDPA runs PyTorch's math kernel, which materialises the B x heads x s x s scores in
+// fp32 (it upcasts 16-bit inputs: allow_fp16_bf16_reduction_math_sdp is off by default since
+// PyTorch 2.5). The fused kernels refuse K/V with fewer heads than Q unless enable_gqa is passed
+// (torch/backends/cuda sdp_utils check_batch_size_and_num_heads_dense), and the
+// memory-efficient kernel, which fp32 needs, does not take enable_gqa at all. transformers'
+// FalconAttention hands a multi-query model's single K/V head to SDPA unexpanded; Llama-like
+// models pass enable_gqa or repeat K/V, litgpt and torchtune repeat K/V.
+bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers);
+
 // parallel.invalid_degree unless `tp` divides the attention heads, the KV heads and the MLP
 // width (Megatron-style splits of whole heads and MLP columns).
 std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp);
