@@ -12,3 +12,4 @@ else
   echo "(Google Benchmark not installed: apt-get install libbenchmark-dev for the native figures)"
 fi
 node bench/wasm_bench.mjs
+node bench/page_bench.mjs

@@ -1,11 +1,13 @@
-// The calculator page in Debian's Chromium (headless, driven by playwright-core) against dist/
-// served on 127.0.0.1: it shows the facade's numbers, reacts to input, and asks nothing of the
-// network beyond 127.0.0.1.
+// The calculator in Debian's Chromium (headless, driven by playwright-core) against dist/ served
+// on 127.0.0.1 and opened from file://: its numbers are the facade's for the same request, it
+// reacts to input, keeps its state in the URL, works offline through its service worker, embeds
+// as a custom element and in an iframe page, and asks nothing of the network beyond 127.0.0.1.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { repoRoot, facadePath } from './paths.mjs';
 import { serve } from '../../scripts/serve.mjs';
+import { defaultState, requestFor, stateFromQuery } from '../../web/src/state.mjs';
 
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
   '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -18,52 +20,174 @@ const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', arg
 const outside = [];
 const consoleErrors = [];
 
-async function openPage(query = '') {
-  const page = await browser.newPage();
-  page.on('request', (r) => { if (!r.url().startsWith(origin) && !r.url().startsWith('data:')) outside.push(r.url()); });
+function watch(page) {
+  page.on('request', (r) => {
+    const url = r.url();
+    if (!url.startsWith(origin) && !url.startsWith('data:') && !url.startsWith('file://')) outside.push(url);
+  });
   page.on('console', (m) => { if (m.type() === 'error') consoleErrors.push(m.text()); });
   page.on('pageerror', (e) => consoleErrors.push(e.message));
-  await page.goto(`${origin}/${query}`);
-  await page.waitForSelector('[data-testid=total-params]');
   return page;
 }
 
-const shown = async (page) => Number((await page.textContent('[data-testid=total-params]')).replace(/,/g, ''));
+async function openPage(query = '', context = browser) {
+  const page = watch(await context.newPage());
+  await page.goto(`${origin}/${query}`);
+  await page.waitForSelector('[data-testid=verdict]');
+  return page;
+}
+
+const shownPeak = async (page) => Number(await page.getAttribute('[data-testid=verdict]', 'data-peak-bytes'));
+
+// The peak the facade gives for the request a state stands for (a plan: the chosen method's).
+function facadePeak(state) {
+  const request = requestFor(state, state.model);
+  const result = gpumem.request(request).result;
+  return request.command === 'plan' ? result.choice.peak_bytes : result.peak_bytes;
+}
 
 test.after(async () => {
   await browser.close();
   server.close();
 });
 
-test('the default view shows the facade\'s count for Llama-3.1-8B', async () => {
+test('the default view: Llama-3.1-8B LoRA on one 24 GB GPU, with the facade\'s numbers', async () => {
   const page = await openPage();
-  assert.equal(await shown(page), gpumem.params('meta-llama/Llama-3.1-8B').total_params);
+  assert.equal(await shownPeak(page), facadePeak(defaultState()));
+  assert.equal(await page.getAttribute('[data-testid=verdict]', 'data-fits'), 'true');
+  assert.match(await page.textContent('[data-testid=choice]'), /micro-batch \d+/);
+  assert.ok(await page.isVisible('.chart svg rect'));
+  assert.match(await page.textContent('[data-testid=components]'), /weights/);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.screenshot({ path: `${repoRoot}docs/screenshot.png`, fullPage: true });
   await page.close();
 });
 
-test('picking a preset updates the numbers and the URL', async () => {
+test('changing inputs recomputes the verdict, the chart and the URL', async () => {
   const page = await openPage();
-  await page.selectOption('#model', 'mistralai/Mixtral-8x7B-v0.1');
-  await page.waitForFunction(() => document.querySelector('[data-testid=active-params]').textContent === '12,879,925,248');
-  assert.equal(await shown(page), gpumem.params('mistralai/Mixtral-8x7B-v0.1').total_params);
-  assert.match(page.url(), /model=mistralai%2FMixtral-8x7B-v0.1/);
-  const reopened = await openPage(`?model=${encodeURIComponent('gpt2')}`);
-  assert.equal(await shown(reopened), 124439808);
+  await page.selectOption('#gm-model', 'meta-llama/Llama-3.1-70B');
+  await page.waitForSelector('[data-testid=verdict][data-fits=false]');
+  assert.match(page.url(), /model=meta-llama%2FLlama-3\.1-70B/);
+  assert.match(await page.textContent('[data-testid=verdict]'), /Does not fit.*short/);
+  await page.selectOption('#gm-gpu', 'h100-sxm');
+  await page.fill('#gm-gpus', '8');
+  await page.waitForSelector('[data-testid=verdict][data-fits=true]');
+  const state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(state.gpus, '8');
+  assert.equal(await shownPeak(page), facadePeak(state));
+  // A fixed method shows that method's estimate; another candidate row shows its own bars.
+  await page.selectOption('#gm-method', 'zero3');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=candidates]'));
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(new URL(page.url()).search)));
+  assert.equal(await page.locator('.chart svg text', { hasText: 'GPUs 0–7' }).count(), 1);
   await page.close();
-  await reopened.close();
+});
+
+test('a candidate row can be picked with the keyboard', async () => {
+  const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=a100-sxm4-80gb&gpus=4');
+  const rows = await page.locator('[data-candidate]').count();
+  assert.ok(rows >= 5);
+  await page.focus('[data-candidate="1"]');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('[data-candidate="1"][aria-pressed=true]');
+  await page.close();
+});
+
+test('the URL restores the state, and back/forward restore earlier states', async () => {
+  const query = '?v=1&model=mistralai%2FMistral-7B-v0.1&gpu=l4&phase=inference&weights=nf4&mb=4&seq=4096&new=512&unit=gb';
+  const page = await openPage(query);
+  assert.equal(await page.inputValue('#gm-weights'), 'nf4');
+  assert.equal(await page.inputValue('#gm-unit'), 'gb');
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(query)));
+  assert.match(await page.textContent('[data-testid=verdict]'), / GB /);
+  await page.goto(`${origin}/?v=1&model=gpt2&gpu=t4`);
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.equal(await page.inputValue('#gm-model'), 'gpt2');
+  await page.goBack();
+  await page.waitForFunction(() => document.querySelector('#gm-weights')?.value === 'nf4');
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(query)));
+  await page.goForward();
+  await page.waitForFunction(() => document.querySelector('#gm-model')?.value === 'gpt2');
+  await page.close();
+});
+
+test('inference: the KV cache line and the fewest GPUs that serve', async () => {
+  const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-70B&gpu=h100-sxm&gpus=8&phase=inference&seq=8192&new=512');
+  assert.match(await page.textContent('[data-testid=choice]'), /Tensor parallel on 2 GPUs/);
+  await page.selectOption('#gm-method', 'tensor_parallel');
+  await page.waitForSelector('[data-testid=kv]');
+  assert.match(await page.textContent('[data-testid=kv]'), /KV cache .* bytes per token/);
+  await page.close();
 });
 
 test('a bad config.json shows an inline error naming the field', async () => {
   const page = await openPage();
-  await page.click('#paste summary');
-  await page.fill('#config', JSON.stringify({ model_type: 'gpt2', n_embd: 768, n_layer: 12, n_head: 7, vocab_size: 100 }));
-  await page.waitForSelector('#config-error:not([hidden])');
-  assert.match(await page.textContent('#config-error'), /n_head.*config\.inconsistent_heads/);
-  await page.fill('#config', '{"model_type": ');
-  await page.waitForFunction(() => /Not valid JSON/.test(document.querySelector('#config-error').textContent));
-  await page.fill('#config', JSON.stringify({ model_type: 'gpt2', n_embd: 768, n_layer: 12, n_head: 12, vocab_size: 50257 }));
-  await page.waitForFunction(() => document.querySelector('#config-error').hidden);
-  assert.equal(await shown(page), 124439808);
+  await page.click('.paste summary');
+  await page.fill('#gm-config', JSON.stringify({ model_type: 'gpt2', n_embd: 768, n_layer: 12, n_head: 7, vocab_size: 100 }));
+  await page.waitForSelector('#gm-config-error:not([hidden])');
+  assert.match(await page.textContent('#gm-config-error'), /n_head.*config\.inconsistent_heads/);
+  await page.fill('#gm-config', '{"model_type": ');
+  await page.waitForFunction(() => /Not valid JSON/.test(document.querySelector('#gm-config-error').textContent));
+  await page.fill('#gm-config', JSON.stringify({ model_type: 'gpt2', n_embd: 768, n_layer: 12, n_head: 12, vocab_size: 50257 }));
+  await page.waitForFunction(() => document.querySelector('#gm-config-error').hidden
+    && /config\.json|gpt2/.test(document.querySelector('.result h2')?.textContent ?? ''));
+  await page.waitForSelector('[data-testid=verdict]');
+  await page.close();
+});
+
+test('the copy buttons give the link, the JSON request and an equivalent CLI command', async () => {
+  const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
+  const page = await openPage('?v=1&gpus=2', context);
+  await page.click('#copy-json');
+  const request = JSON.parse(await page.evaluate(() => navigator.clipboard.readText()));
+  assert.deepEqual(request, requestFor(stateFromQuery('?v=1&gpus=2'), 'meta-llama/Llama-3.1-8B'));
+  await page.click('#copy-cli');
+  assert.match(await page.evaluate(() => navigator.clipboard.readText()),
+    /^gpumem plan --model meta-llama\/Llama-3\.1-8B --gpu rtx-4090 --gpus 2 .*--grad-ckpt/);
+  await page.click('#copy-link');
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), page.url());
+  await context.close();
+});
+
+test('offline: after the first visit the service worker serves the whole site', async () => {
+  const context = await browser.newContext();
+  const page = await openPage('', context);
+  await page.evaluate(() => navigator.serviceWorker.ready);
+  await page.reload();  // now controlled by the worker
+  await page.waitForSelector('[data-testid=verdict]');
+  await context.setOffline(true);
+  await page.reload();
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.equal(await shownPeak(page), facadePeak(defaultState()));
+  await context.close();
+});
+
+test('the custom element and embed.html render the calculator', async () => {
+  const page = watch(await browser.newPage());
+  await page.goto(`${origin}/embed.html?v=1&model=gpt2&gpu=t4&ft=full`);
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery('?model=gpt2&gpu=t4&ft=full')));
+  assert.equal(await page.isVisible('#gm-mem'), false);  // compact
+  // A host page with the element (its markup set from the test: the site has no such page).
+  await page.goto(`${origin}/index.html`);
+  await page.evaluate(async () => {
+    await import('./gpumem-calculator.mjs');
+    document.body.innerHTML = '<gpumem-calculator model="gpt2" gpu="t4" ft="full" compact></gpumem-calculator>';
+  });
+  await page.waitForFunction(() => document.querySelector('gpumem-calculator')?.shadowRoot
+    ?.querySelector('[data-testid=verdict]'));
+  const peak = await page.evaluate(() => document.querySelector('gpumem-calculator').shadowRoot
+    .querySelector('[data-testid=verdict]').dataset.peakBytes);
+  assert.equal(Number(peak), facadePeak(stateFromQuery('?model=gpt2&gpu=t4&ft=full')));
+  await page.close();
+});
+
+test('a downloaded copy works from file:// (double-clicking index.html)', async () => {
+  const page = watch(await browser.newPage());
+  await page.goto(`file://${repoRoot}dist/index.html?v=1&model=gpt2&gpu=t4`);
+  await page.waitForSelector('[data-testid=verdict]', { timeout: 20000 });
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery('?model=gpt2&gpu=t4')));
   await page.close();
 });
 

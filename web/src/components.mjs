@@ -1,0 +1,31 @@
+// One line per memory component the API reports: what it holds and where its formula comes
+// from (docs/methodology.md and docs/llmem.md give the formulas). Colours stay the same for a
+// component wherever it appears.
+
+export const COMPONENTS = {
+  weights: ['#4e79a7', 'The model parameters as stored on this GPU (its shard when sharded; quantised formats with their scales).', 'docs/methodology.md, Weights'],
+  master_weights: ['#76b7b2', 'fp32 copies of 16-bit trainable weights kept by mixed-precision optimizers.', 'DeepSpeed / Colossal-AI optimizer code'],
+  gathered_params: ['#a0cbe8', 'Unsharded parameters of the blocks being computed under ZeRO-3 / FSDP (and the prefetched next).', 'FSDP FlatParameter, DeepSpeed ZeRO-3'],
+  communication_buffers: ['#9c755f', 'DDP gradient buckets and ZeRO reduce buckets.', 'torch DDP bucket_cap_mb, DeepSpeed reduce_bucket_size'],
+  adapters: ['#f28e2b', 'LoRA A/B matrices (and DoRA magnitudes).', 'PEFT tuners/lora'],
+  autocast_weight_copies: ['#ffbe7d', '16-bit copies of fp32 weights that autocast caches for the step.', 'torch.autocast weight cache'],
+  activations: ['#59a14f', 'Tensors saved for backward and the temporaries of the layer running (inference: one layer at a time).', 'modeling code + aten derivative rules'],
+  logits_and_loss: ['#8cd17d', 'The LM head output, its fp32 copies and the loss.', 'transformers loss_utils, generate sampling'],
+  gradients: ['#e15759', 'Gradients of the trainable parameters (sharded under ZeRO-2/3, FSDP).', 'torch autograd'],
+  optimizer_states: ['#b07aa1', 'AdamW moments (or Adafactor factors, SGD momentum).', 'torch.optim, bitsandbytes'],
+  optimizer_temporaries: ['#d4a6c8', 'The foreach optimizer step\'s intermediate tensors.', 'torch.optim._multi_tensor'],
+  kv_cache: ['#edc948', 'Keys and values of every past token (preallocated, grown, or vLLM\'s paged blocks).', 'docs/methodology.md, KV cache'],
+  cuda_workspace: ['#bab0ac', 'cuBLAS/cuBLASLt workspaces allocated through PyTorch.', 'aten CublasHandlePool.cpp'],
+  allocator_cache: ['#d7b5a6', 'Reserved by PyTorch\'s caching allocator but not in use: rounding and cached free blocks.', 'c10 CUDACachingAllocator.cpp'],
+  paged_optimizer_states: ['#ff9da7', 'Optimizer states in CUDA unified memory (paged optimizers), outside the allocator.', 'bitsandbytes paged optimizers'],
+  cuda_context: ['#79706e', 'The CUDA context of the process (per GPU architecture).', 'core/src/hardware.cpp (measured)'],
+  cuda_libraries: ['#9d7660', 'Kernels cuBLAS/cuBLASLt load on their first products.', 'measured on an H100'],
+  other: ['#cccccc', 'Other memory.', ''],
+};
+
+const FALLBACK = ['#888888', 'A component of the LLMem estimate (docs/llmem.md).', 'LLMem (IJCAI 2024)'];
+
+export function componentInfo(name) {
+  const [color, text, source] = COMPONENTS[name] ?? FALLBACK;
+  return { color, text, source };
+}

@@ -1,0 +1,85 @@
+// The page (index.html) and the iframe embed (embed.html): the calculator with its state in
+// the URL query (written with history.replaceState, restored on load and on back/forward), the
+// copy buttons, and the service worker that keeps the site usable offline.
+import { loadGpumem } from '../gpumem.mjs';
+import { mountCalculator } from './calculator.mjs';
+import { cliFor, queryFromState, stateFromQuery } from './state.mjs';
+
+const byId = (id) => document.getElementById(id);
+
+async function copy(text, button) {
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = 'Copied';
+  } catch {
+    window.prompt('Copy:', text);  // clipboard refused (file://, permissions)
+  }
+  setTimeout(() => { button.textContent = label; }, 1200);
+}
+
+// Offline: a service worker pre-caches the site; a new version waits until the user reloads.
+function registerServiceWorker() {
+  if (!('serviceWorker' in navigator) || location.protocol === 'file:') return;
+  navigator.serviceWorker.register('sw.js').then((registration) => {
+    const offer = (worker) => {
+      const banner = byId('update');
+      if (!navigator.serviceWorker.controller || !banner) return;  // first install: no update
+      banner.hidden = false;
+      byId('update-reload').onclick = () => worker.postMessage('skip-waiting');
+    };
+    if (registration.waiting) offer(registration.waiting);
+    registration.addEventListener('updatefound', () => {
+      const worker = registration.installing;
+      worker?.addEventListener('statechange', () => { if (worker.state === 'installed') offer(worker); });
+    });
+    let reloading = false;
+    navigator.serviceWorker.addEventListener('controllerchange', () => {
+      if (reloading || byId('update')?.hidden !== false) return;  // only an accepted update
+      reloading = true;
+      location.reload();
+    });
+  }).catch(() => {});
+}
+
+// file:// cannot fetch the .wasm: wasm-inline.js carries it as base64 (scripts/assemble_dist.mjs).
+function inlineWasm() {
+  const base64 = globalThis.GPUMEM_WASM_BASE64;
+  if (!base64) return undefined;
+  const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  return bytes;
+}
+
+export async function startPage({ compact = false } = {}) {
+  const result = document.querySelector('main');
+  try {
+    // The classic loader (calculator.js) would look for its own gpumem_core_classic.wasm: the
+    // site ships one .wasm, the same bytes (scripts/assemble_dist.mjs).
+    const gpumem = await loadGpumem({
+      wasmBinary: inlineWasm(),
+      locateFile: (path, directory) => directory + path.replace('gpumem_core_classic', 'gpumem_core'),
+    });
+    const state = stateFromQuery(location.search);
+    const calculator = mountCalculator(byId('calculator'), {
+      gpumem,
+      state,
+      compact,
+      onChange: (next) => {
+        if (compact) return;
+        history.replaceState(null, '', queryFromState(next) + location.hash);
+      },
+    });
+    window.addEventListener('popstate', () => calculator.set(stateFromQuery(location.search)));
+    for (const [id, text] of [
+      ['copy-link', () => location.href],
+      ['copy-json', () => JSON.stringify(calculator.request(), null, 2)],
+      ['copy-cli', () => cliFor(calculator.request())],
+    ]) {
+      byId(id)?.addEventListener('click', (event) => copy(text(), event.currentTarget));
+    }
+    if (!compact) registerServiceWorker();
+  } catch (error) {
+    result.insertAdjacentHTML('beforeend', '<p class="error" role="alert"></p>');
+    result.lastElementChild.textContent = `gpumem could not start: ${error.message}`;
+  }
+}

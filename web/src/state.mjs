@@ -1,0 +1,170 @@
+// The calculator's whole state as a flat object of strings, its readable URL query (the same
+// names; defaults omitted), and the API request and CLI command it stands for. Nothing here
+// computes memory: requests go to the facade.
+
+export const STATE_VERSION = '1';
+
+// Every field, its default and (for choices) the accepted values. The URL and the custom
+// element's attributes use these names.
+export const FIELDS = {
+  model: { default: 'meta-llama/Llama-3.1-8B' },
+  gpu: { default: 'rtx-4090' },
+  mem: { default: '' },  // custom GPU memory in GiB ('' = the preset's)
+  bw: { default: '' },   // custom memory bandwidth in GB/s ('' = the preset's)
+  gpus: { default: '1' },  // GPUs per node
+  nodes: { default: '1' },
+  phase: { default: 'train', choices: ['train', 'inference'] },
+  mode: { default: 'detailed', choices: ['detailed', 'llmem'] },
+  method: {
+    default: 'auto',
+    choices: ['auto', 'single', 'ddp', 'zero1', 'zero2', 'zero3', 'fsdp_full_shard',
+      'fsdp_shard_grad_op', 'tensor_parallel', 'pipeline', 'cdp', 'adp', 'tp'],
+  },
+  ft: { default: 'lora', choices: ['full', 'lora', 'qlora', 'dora'] },
+  r: { default: '16' },
+  targets: { default: 'all-linear' },
+  precision: { default: 'amp_bf16', choices: ['amp_bf16', 'amp_fp16', 'pure_bf16', 'pure_fp16', 'fp32'] },
+  opt: { default: 'adamw', choices: ['adamw', 'adamw_8bit', 'adafactor', 'sgd', 'sgd_momentum'] },
+  mb: { default: '1' },
+  seq: { default: '1024' },
+  ckpt: { default: '1', choices: ['0', '1'] },
+  attn: { default: 'sdpa', choices: ['sdpa', 'eager'] },
+  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'vllm', 'llama_cpp'] },
+  weights: {
+    default: 'bf16',
+    choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit',
+      'gguf_q8_0', 'gguf_q6_k', 'gguf_q5_k_m', 'gguf_q4_k_m', 'gguf_q3_k_m', 'gguf_q2_k'],
+  },
+  new: { default: '256' },
+  kv: { default: 'auto', choices: ['auto', 'dynamic', 'static', 'paged'] },
+  kvdtype: { default: 'auto', choices: ['auto', 'bf16', 'fp16', 'fp8', 'int8'] },
+  metric: { default: 'device_used', choices: ['device_used', 'reserved', 'allocated'] },
+  unit: { default: 'gib', choices: ['gib', 'gb'] },
+};
+
+export function defaultState() {
+  return Object.fromEntries(Object.entries(FIELDS).map(([k, f]) => [k, f.default]));
+}
+
+// Reads a state from query parameters (or element attributes): unknown names are ignored,
+// a choice outside its list falls back to the default (the core validates the rest).
+export function stateFrom(lookup) {
+  const state = defaultState();
+  for (const [key, field] of Object.entries(FIELDS)) {
+    const value = lookup(key);
+    if (value === null || value === undefined) continue;
+    if (field.choices && !field.choices.includes(value)) continue;
+    state[key] = String(value);
+  }
+  return state;
+}
+
+export function stateFromQuery(search) {
+  const params = new URLSearchParams(search);
+  return stateFrom((k) => params.get(k));
+}
+
+// The readable query: v=1 then every field that differs from its default, in FIELDS order.
+export function queryFromState(state) {
+  const params = new URLSearchParams({ v: STATE_VERSION });
+  for (const [key, field] of Object.entries(FIELDS)) {
+    if (state[key] !== field.default) params.set(key, state[key]);
+  }
+  return `?${params.toString()}`;
+}
+
+const number = (text) => (/^\d+(\.\d+)?$/.test(String(text).trim()) ? Number(text) : text);
+
+function cluster(state) {
+  let gpu = state.gpu;
+  if (state.mem !== '' || state.bw !== '') {
+    gpu = { preset: state.gpu };
+    if (state.mem !== '') gpu.memory_bytes = Math.round(Number(state.mem) * 2 ** 30) || state.mem;
+    if (state.bw !== '') gpu.memory_bandwidth_bytes_per_s = Number(state.bw) * 1e9 || state.bw;
+  }
+  const perNode = number(state.gpus);
+  const nodes = number(state.nodes);
+  const total = typeof perNode === 'number' && typeof nodes === 'number' ? perNode * nodes : perNode;
+  const out = { gpu, gpus: total };
+  if (nodes !== 1) out.gpus_per_node = perNode;
+  return out;
+}
+
+function trainingWorkload(state, plan) {
+  const w = { seq_len: number(state.seq) };
+  if (state.mode === 'llmem') {
+    if (!plan) w.micro_batch = number(state.mb);
+    return w;
+  }
+  w.finetune = state.ft === 'qlora' ? 'lora' : state.ft;
+  if (state.ft !== 'full') {
+    w.lora = { r: number(state.r), targets: state.targets.split(',').map((t) => t.trim()).filter(Boolean) };
+  }
+  if (state.ft === 'qlora') w.weights = 'nf4';
+  w.compute = state.precision;
+  w.optimizer = state.opt;
+  w.attention = state.attn;
+  w.framework = ['transformers', 'litgpt', 'torchtune'].includes(state.fw) ? state.fw : 'transformers';
+  if (state.ckpt === '1') w.grad_ckpt = true;
+  if (!plan) w.micro_batch = number(state.mb);
+  return w;
+}
+
+function inferenceWorkload(state) {
+  const w = {
+    phase: 'inference', weights: state.weights, micro_batch: number(state.mb),
+    seq_len: number(state.seq), new_tokens: number(state.new), attention: state.attn,
+  };
+  w.framework = ['transformers', 'litgpt', 'vllm', 'llama_cpp'].includes(state.fw) ? state.fw : 'transformers';
+  if (state.weights.startsWith('gguf_')) w.framework = 'llama_cpp';
+  else if (w.framework === 'llama_cpp') w.weights = 'gguf_q4_k_m';
+  const kv = {};
+  if (state.kv !== 'auto') kv.kind = state.kv;
+  if (state.kvdtype !== 'auto') kv.dtype = state.kvdtype;
+  if (Object.keys(kv).length) w.kv_cache = kv;
+  return w;
+}
+
+// The API request the state stands for: a plan when the method is auto, else an estimate.
+// `model` is a preset id or {config, name} for a pasted config.json.
+export function requestFor(state, model) {
+  const plan = state.method === 'auto';
+  const request = { api_version: 1, command: plan ? 'plan' : 'estimate', model, cluster: cluster(state) };
+  if (state.mode === 'llmem' && state.phase === 'train') request.mode = 'llmem';
+  request.workload = state.phase === 'inference' ? inferenceWorkload(state) : trainingWorkload(state, plan);
+  if (!plan) {
+    request.parallel = { method: state.method };
+    if (state.metric !== 'device_used' && request.mode !== 'llmem') request.metric = state.metric;
+  }
+  return request;
+}
+
+const shellQuote = (text) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${String(text).replace(/'/g, "'\\''")}'`);
+
+// The gpumem command line that sends the same request (a pasted config is referred to as
+// config.json, which the user saves beside it).
+export function cliFor(request) {
+  const w = request.workload;
+  const args = ['gpumem', request.command];
+  const model = typeof request.model === 'string' ? request.model : 'config.json';
+  args.push('--model', model);
+  const gpu = request.cluster.gpu;
+  args.push('--gpu', typeof gpu === 'string' ? gpu : gpu.preset);
+  args.push('--gpus', String(request.cluster.gpus));
+  if (request.cluster.gpus_per_node) args.push('--gpus-per-node', String(request.cluster.gpus_per_node));
+  if (request.mode) args.push('--mode', request.mode);
+  if (request.parallel) args.push('--method', request.parallel.method);
+  const flags = [['phase', 'phase'], ['micro_batch', 'micro-batch'], ['seq_len', 'seq-len'],
+    ['new_tokens', 'new-tokens'], ['finetune', 'finetune'], ['weights', 'weights'], ['compute', 'compute'],
+    ['optimizer', 'optimizer'], ['attention', 'attention'], ['framework', 'framework']];
+  for (const [field, flag] of flags) {
+    if (w[field] !== undefined) args.push(`--${flag}`, String(w[field]));
+  }
+  if (w.grad_ckpt) args.push('--grad-ckpt');
+  if (w.lora) args.push('--lora-r', String(w.lora.r), '--lora-targets', w.lora.targets.join(','));
+  if (w.kv_cache?.kind) args.push('--kv-cache', w.kv_cache.kind);
+  if (w.kv_cache?.dtype) args.push('--kv-dtype', w.kv_cache.dtype);
+  if (request.metric) args.push('--metric', request.metric);
+  if (typeof gpu !== 'string') args.push('# custom GPU: use gpumem run --request with the JSON request');
+  return args.map((a) => (a.startsWith('#') ? a : shellQuote(a))).join(' ');
+}
