@@ -411,6 +411,9 @@ int plan_command(const arguments& args) {
   if (!training_request(args, request)) return bad_input;
   add_detailed_options(args, request);
   request.erase("metric");  // plans compare device footprints
+  // Training plans search the micro-batch; an inference plan serves the batch it is given.
+  if (inference_phase(args) && args.options.count("micro-batch"))
+    request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
   ordered_json response;
   if (!call(request, response)) return bad_input;
   print_warnings(response);

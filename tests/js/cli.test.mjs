@@ -247,3 +247,24 @@ test('inference on the command line: components, KV cache, solved context, plan'
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /workload\.kv_cache\.dtype/);
 });
+
+test('the page\'s "copy CLI command" gives the same answer as its JSON request', async () => {
+  const { requestFor, cliFor, stateFromQuery } = await import('../../web/src/state.mjs');
+  const queries = ['?v=1', '?v=1&gpus=4&gpu=a100-sxm4-80gb&ft=full&opt=adafactor',
+    '?v=1&method=zero3&gpus=2&mb=2&seq=2048&ft=qlora&r=8&targets=q_proj,v_proj',
+    '?v=1&phase=inference&weights=awq_4bit&fw=vllm&mb=4&seq=2000&new=100',
+    '?v=1&phase=inference&method=single&weights=nf4&mb=2&seq=4096&new=256&kvdtype=fp8',
+    '?v=1&mode=llmem&model=facebook%2Fopt-1.3b&gpus=2&gpu=v100-sxm2-16gb'];
+  for (const query of queries) {
+    const request = requestFor(stateFromQuery(query), stateFromQuery(query).model);
+    const byRequest = gpumem(['run', '--request', '-'], JSON.stringify(request));
+    assert.equal(byRequest.status, 0, `${query}: ${byRequest.stdout}`);
+    const words = cliFor(request).split(' ').slice(1);
+    const byCli = gpumem([...words, '--json']);
+    assert.equal(byCli.status, 0, `${query}: ${cliFor(request)}\n${byCli.stderr}`);
+    const a = JSON.parse(byRequest.stdout).result;
+    const b = JSON.parse(byCli.stdout);
+    const peak = (r) => (r.choice ? r.choice.peak_bytes : r.peak_bytes);
+    assert.equal(peak(b), peak(a), `${query}: ${cliFor(request)}`);
+  }
+});

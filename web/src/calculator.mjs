@@ -131,7 +131,7 @@ function explanations(ranks) {
 
 function candidateRows(result, selected, inference, unit) {
   return result.candidates.map((c, i) => {
-    const name = inference ? `${LABELS.method[c.method] ?? c.method} × ${c.gpus}` : `${LABELS.method[c.method] ?? c.method}${c.tp > 1 ? ` (TP ${c.tp})` : ''}`;
+    const name = inference ? (c.gpus === 1 ? LABELS.method.single : `${LABELS.method[c.method] ?? c.method} × ${c.gpus}`) : `${LABELS.method[c.method] ?? c.method}${c.tp > 1 ? ` (TP ${c.tp})` : ''}`;
     const fits = c.valid === false ? 'invalid' : c.fits ? 'yes' : 'no';
     const cells = inference
       ? `<td class="num">${c.gpus}</td><td>${fits}</td><td class="num">${c.valid === false ? '–' : escapeHtml(size(c.peak_bytes, unit))}</td>`
@@ -225,7 +225,10 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
         ranks = c.per_gpu ?? [];
       }
       const peak = c.valid === false ? 0 : c.peak_bytes;
-      body = `${choice}${c.valid === false ? `<p class="error">${escapeHtml(c.note ?? 'invalid')}</p>` : verdictHtml(peak, usable, c.fits, unit)}${table}`;
+      const offload = r.offload
+        ? `<p class="offload" data-testid="offload">With CPU offload (${escapeHtml(r.offload.moves)}), ${escapeHtml(LABELS.method[r.offload.method] ?? r.offload.method)} would need ${escapeHtml(size(r.offload.gpu_peak_bytes, unit))} per GPU and ${escapeHtml(size(r.offload.host_bytes_per_node, unit))} of host RAM per node${r.offload.sufficient ? '' : ' — and still would not fit'}.</p>`
+        : '';
+      body = `${choice}${offload}${c.valid === false ? `<p class="error">${escapeHtml(c.note ?? 'invalid')}</p>` : verdictHtml(peak, usable, c.fits, unit)}${table}`;
     } else {
       body = verdictHtml(r.peak_bytes, usable, r.fits, unit);
       if (r.peak_phase) body += `<p class="phase">The peak falls in the <strong>${escapeHtml(r.peak_phase)}</strong>.</p>`;
