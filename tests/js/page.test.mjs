@@ -4,6 +4,7 @@
 // as a custom element and in an iframe page, and asks nothing of the network beyond 127.0.0.1.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { repoRoot, facadePath } from './paths.mjs';
 import { serve } from '../../scripts/serve.mjs';
@@ -161,6 +162,27 @@ test('offline: after the first visit the service worker serves the whole site', 
   await page.waitForSelector('[data-testid=verdict]');
   assert.equal(await shownPeak(page), facadePeak(defaultState()));
   await context.close();
+});
+
+test('a new version of the site is offered with a prompt, and taken on reload', async () => {
+  const swPath = `${repoRoot}dist/sw.js`;
+  const original = readFileSync(swPath, 'utf8');
+  const context = await browser.newContext();
+  try {
+    const page = await openPage('', context);
+    await page.evaluate(() => navigator.serviceWorker.ready);
+    await page.reload();
+    await page.waitForSelector('[data-testid=verdict]');
+    writeFileSync(swPath, `${original}// a new version\n`);
+    await page.reload();  // the browser checks sw.js on navigation and installs the new one
+    await page.waitForSelector('#update:not([hidden])');
+    await Promise.all([page.waitForNavigation(), page.click('#update-reload')]);
+    await page.waitForSelector('[data-testid=verdict]');
+    assert.equal(await page.isVisible('#update'), false);
+  } finally {
+    writeFileSync(swPath, original);
+    await context.close();
+  }
 });
 
 test('the custom element and embed.html render the calculator', async () => {
