@@ -476,6 +476,11 @@ int validate_command(const arguments& args) {
             << mem.render() << "median |error| " << percent(s["median_abs_rel_error"]) << ", p90 "
             << percent(s["p90_abs_rel_error"]) << ", within 10 %: " << percent(s["within_10pct"])
             << ", bounds " << s["bounds_correct"] << "/" << s["bounds_total"] << "\n";
+  for (const auto& [phase, t] : r["by_phase"].items()) {
+    std::cout << "  phase " << phase << ": n " << t["n"] << ", median |error| "
+              << percent(t["median_abs_rel_error"]) << ", p90 " << percent(t["p90_abs_rel_error"])
+              << "\n";
+  }
   for (const auto& [trust, t] : r["by_trust"].items()) {
     std::cout << "  trust " << trust << ": n " << t["n"] << ", median |error| "
               << percent(t["median_abs_rel_error"]) << "\n";

@@ -6,6 +6,7 @@
 #include "estimate_json.hpp"
 #include "gpumem/config_parser.hpp"
 #include "gpumem/llmem.hpp"
+#include "gpumem/offload.hpp"
 #include "gpumem/param_count.hpp"
 #include "gpumem/planner.hpp"
 #include "gpumem/preset_catalog.hpp"
@@ -174,6 +175,38 @@ ordered_json model_identity(const training_context& c) {
   return out;
 }
 
+// The host and NVMe side of an offloaded step, per GPU and per node, against the budgets.
+ordered_json offload_json(const host_footprint& f, const cluster_spec& cluster) {
+  const std::uint64_t per_node = cluster.gpus_per_node ? cluster.gpus_per_node : cluster.gpus;
+  ordered_json host = ordered_json::object();
+  for (const auto& part : f.host) host[part.name] = part.bytes;
+  ordered_json nvme = ordered_json::object();
+  for (const auto& part : f.nvme) nvme[part.name] = part.bytes;
+  const std::uint64_t host_node = f.host_bytes * per_node;
+  const std::uint64_t nvme_node = f.nvme_bytes * per_node;
+  const offload_speeds& s = cluster.host;
+  return {{"host_bytes_per_gpu", f.host_bytes},
+          {"pinned_bytes_per_gpu", f.pinned_bytes},
+          {"host_bytes_per_node", host_node},
+          {"nvme_bytes_per_gpu", f.nvme_bytes},
+          {"nvme_bytes_per_node", nvme_node},
+          {"host", std::move(host)},
+          {"nvme", std::move(nvme)},
+          {"fits_host_ram", cluster.host_ram_bytes == 0 || host_node <= cluster.host_ram_bytes},
+          {"fits_nvme", cluster.nvme_bytes == 0 || nvme_node <= cluster.nvme_bytes},
+          {"per_step",
+           {{"pcie_bytes", f.pcie_bytes},
+            {"pcie_s", cluster.gpu.host_link_bandwidth_bytes_per_s > 0
+                           ? f.pcie_bytes / cluster.gpu.host_link_bandwidth_bytes_per_s
+                           : 0.0},
+            {"nvme_read_bytes", f.nvme_read_bytes},
+            {"nvme_write_bytes", f.nvme_write_bytes},
+            {"nvme_s", f.nvme_read_bytes / s.nvme_read_bytes_per_s +
+                           f.nvme_write_bytes / s.nvme_write_bytes_per_s},
+            {"cpu_optimizer_params", f.cpu_optimizer_params},
+            {"cpu_optimizer_s", f.cpu_optimizer_params / s.cpu_optimizer_params_per_s}}}};
+}
+
 bool is_inference(const json& request) {
   const json& workload = request.value("workload", json::object());
   return workload.is_object() && workload.value("phase", json()) == "inference";
@@ -220,6 +253,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   if (!metric.ok()) return respond_error(metric.failure());
   workload.value().pp_degree = layout.pp;
   workload.value().pp_micro_batches = layout.micro_batches;
+  workload.value().offload = layout.offload;
   const std::uint64_t usable = c.cluster.gpu.memory_bytes - c.cluster.headroom_bytes;
   // One replay for data- and tensor-parallel ranks (they are alike), one per pipeline stage.
   std::vector<rank_estimate> ranks;
@@ -286,6 +320,13 @@ std::string detailed_estimate(const json& request, training_context& c) {
   ordered_json per_gpu = ordered_json::array();
   for (const auto& rank : ranks) per_gpu.push_back(rank_json(rank));
   result["per_gpu"] = std::move(per_gpu);
+  if (layout.offload.any()) {
+    const host_footprint host = offload_footprint(c.model.spec, workload.value(), e);
+    ordered_json part = offload_json(host, c.cluster);
+    all_fit = all_fit && part["fits_host_ram"].get<bool>() && part["fits_nvme"].get<bool>();
+    result["fits"] = all_fit;
+    result["offload"] = std::move(part);
+  }
   return respond("estimate", std::move(result), ordered_json(c.warnings));
 }
 

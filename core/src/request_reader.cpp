@@ -168,9 +168,11 @@ result<std::string> read_mode(const json& request) {
 result<cluster_spec> read_cluster(const json& request) {
   if (auto e = check_object(request, "cluster")) return *e;
   const json& cluster = member(request, "cluster");
-  if (auto e = unknown_keys(cluster, "cluster",
-                            {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_bytes_per_s",
-                             "cuda_context_bytes", "headroom_bytes"})) {
+  if (auto e = unknown_keys(
+          cluster, "cluster",
+          {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_bytes_per_s", "cuda_context_bytes",
+           "headroom_bytes", "host_ram_bytes", "nvme_bytes", "nvme_read_bytes_per_s",
+           "nvme_write_bytes_per_s", "cpu_optimizer_params_per_s"})) {
     return *e;
   }
   auto gpu = read_gpu(cluster);
@@ -185,6 +187,14 @@ result<cluster_spec> read_cluster(const json& request) {
   spec.cuda_context_bytes = in.optional(
       {"cuda_context_bytes"}, default_cuda_context_bytes(spec.gpu.architecture), 1ULL << 34, 0);
   spec.headroom_bytes = in.optional({"headroom_bytes"}, 0, spec.gpu.memory_bytes, 0);
+  spec.host_ram_bytes = in.optional({"host_ram_bytes"}, 0, 1ULL << 50, 0);  // up to 1 PiB
+  spec.nvme_bytes = in.optional({"nvme_bytes"}, 0, 1ULL << 53, 0);
+  spec.host.nvme_read_bytes_per_s =
+      in.number("nvme_read_bytes_per_s", spec.host.nvme_read_bytes_per_s, 1e7, 1e12);
+  spec.host.nvme_write_bytes_per_s =
+      in.number("nvme_write_bytes_per_s", spec.host.nvme_write_bytes_per_s, 1e7, 1e12);
+  spec.host.cpu_optimizer_params_per_s =
+      in.number("cpu_optimizer_params_per_s", spec.host.cpu_optimizer_params_per_s, 1e6, 1e13);
   if (auto problem = in.problem("")) return *problem;
   return spec;
 }
@@ -241,13 +251,44 @@ result<training_workload> read_training_workload(const json& request, const mode
   return out;
 }
 
+// `parallel.offload`: where each kind of training state lives.
+result<offload_placement> read_offload(const json& parallel) {
+  offload_placement out;
+  if (!parallel.contains("offload")) return out;
+  const json& offload = parallel.at("offload");
+  if (!offload.is_object()) {
+    return error{"request.invalid_type", "parallel.offload",
+                 "[parallel.offload] must be an object: {\"optimizer\", \"params\", "
+                 "\"gradients\", \"activations\"}, each \"none\", \"cpu\" or \"nvme\""};
+  }
+  if (auto e = unknown_keys(offload, "parallel.offload",
+                            {"optimizer", "params", "gradients", "activations"})) {
+    return *e;
+  }
+  config_reader in(offload, "parallel.offload", "request");
+  auto target = [&](const char* key) {
+    const auto name = choose(in, key, "none", {"none", "cpu", "nvme"});
+    return !name || *name == "none" ? offload_target::none
+           : *name == "cpu"         ? offload_target::cpu
+                                    : offload_target::nvme;
+  };
+  out.optimizer = target("optimizer");
+  out.params = target("params");
+  out.gradients = target("gradients");
+  out.activations = target("activations");
+  if (auto problem = in.problem("")) return *problem;
+  return out;
+}
+
 result<training_parallel> read_training_parallel(const json& request, std::uint64_t gpus,
                                                  std::uint64_t gpus_per_node) {
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
   if (auto e = unknown_keys(parallel, "parallel",
-                            {"method", "sequence_parallel", "micro_batches", "tp"}))
+                            {"method", "sequence_parallel", "micro_batches", "tp", "offload"}))
     return *e;
+  auto offload = read_offload(parallel);
+  if (!offload.ok()) return offload.failure();
   const json method = parallel.value("method", json("single"));
   const json sp = parallel.value("sequence_parallel", json(false));
   if (!sp.is_boolean()) {
@@ -278,7 +319,9 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
                                           : std::nullopt;
   if (value || tensor || pipeline) {
     const bool single = value && *value == data_parallel::none;
-    if (single != (gpus == 1)) {
+    // One GPU may run ZeRO / FSDP / Gemini for their offloading (ZeRO-Offload, ZeRO-Infinity).
+    const bool offloading_alone = gpus == 1 && value && offload.value().any();
+    if (single != (gpus == 1) && !offloading_alone) {
       return error{"parallel.invalid_method", "parallel.method",
                    "[parallel.method] " + method.get<std::string>() +
                        (gpus == 1 ? " needs at least 2 GPUs" : " runs on one GPU") +
@@ -308,6 +351,7 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
                    "(tensor_parallel, or a data-parallel method with tp > 1)"};
     }
     training_parallel out;
+    out.offload = offload.value();
     if (tensor) {
       out.tp = gpus;
       out.sequence_parallel = sp.get<bool>();

@@ -63,6 +63,9 @@ struct training_parallel {
   std::uint64_t micro_batches = 0;  // per optimizer step, pipeline only (0: as many as stages)
   // FSDP HYBRID_SHARD: the ranks a unit is sharded over (one node's); 0: all dp ranks.
   std::uint64_t shard_group = 0;
+  // `offload`: {"optimizer", "params", "gradients", "activations"}, each "none", "cpu" or
+  // "nvme" (default none).
+  offload_placement offload;
 };
 
 // Detailed mode's `parallel`: `method` single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,

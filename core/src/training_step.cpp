@@ -563,6 +563,21 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                               dp == data_parallel::fsdp_shard_grad_op;
   const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
   const bool states_sharded = grads_sharded || dp == data_parallel::zero1;
+  const offload_placement& off = config.offload;
+  const bool states_on_host = off.optimizer != offload_target::none;
+  const bool params_on_host = off.params != offload_target::none;
+  const bool grads_to_host = states_on_host || off.gradients != offload_target::none;
+  const bool acts_to_host = off.activations != offload_target::none;
+  if (params_on_host && !params_sharded) {
+    return error{"request.invalid_value", "parallel.offload.params",
+                 "[parallel.offload.params] parameters are offloaded under ZeRO-3, FSDP or Gemini "
+                 "(zero3, fsdp_full_shard, fsdp_shard_grad_op, gemini)"};
+  }
+  if (grads_to_host && (dp == data_parallel::none || dp == data_parallel::ddp)) {
+    return error{"request.invalid_value", "parallel.offload.optimizer",
+                 "[parallel.offload.optimizer] optimizer and gradient offload run under ZeRO, FSDP "
+                 "or Gemini (a single GPU: zero2 or zero3 with one GPU)"};
+  }
   const auto share = [n](std::uint64_t bytes, bool sharded) {
     return sharded ? (bytes + n - 1) / n : bytes;
   };
@@ -598,10 +613,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     const bool quantize = ctx.quantized && t.layer >= 0 && !t.is_bias &&
                           (t.module == module_kind::linear || t.module == module_kind::conv1d);
     const std::uint64_t local = tensor_parallel_numel(t, tp);
-    tl.allocate(
-        share(quantize ? quantized_weight_bytes(local, config.quantization) : local * base_bytes,
-              params_sharded),
-        cat::weights);
+    if (!params_on_host) {
+      tl.allocate(
+          share(quantize ? quantized_weight_bytes(local, config.quantization) : local * base_bytes,
+                params_sharded),
+          cat::weights);
+    }
     if (ctx.full)
       params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
   }
@@ -625,7 +642,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   for (const auto& p : params) out.trainable_params += p.numel;
   std::uint64_t trainable_bytes = 0;
   for (const auto& p : params) trainable_bytes += p.numel * p.bytes;
-  if (master) {
+  if (master && !states_on_host) {
     // The optimizer's fp32 copy of its (share of the) parameters, made when it is built.
     for (const auto& p : params)
       tl.allocate(share(4 * p.numel, states_sharded), cat::master_weights);
@@ -651,6 +668,18 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   std::vector<block_memory> blocks;
   for (std::size_t l = 0; l < spec.layers.size(); ++l)
     blocks.push_back(block(ctx, static_cast<int>(l)));
+  // What a block keeps for its backward: its input under checkpointing, else its saved tensors
+  // (and autocast's weight copies).
+  const auto saved_bytes = [&](const block_memory& b) {
+    if (config.grad_ckpt)
+      return std::vector<std::uint64_t>{ctx.r * ctx.h_tokens * spec.hidden_size};
+    std::vector<std::uint64_t> out_bytes = b.weight_copies;
+    out_bytes.insert(out_bytes.end(), b.saved.begin(), b.saved.end());
+    return out_bytes;
+  };
+  for (std::size_t l = stage.first; l < stage.last; ++l) {
+    for (auto bytes : saved_bytes(blocks[l])) out.saved_activation_bytes += bytes;
+  }
   const std::uint64_t t_tokens = ctx.tokens;
   const std::uint64_t th = ctx.h_tokens;
   const std::uint64_t h = spec.hidden_size;
@@ -690,6 +719,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     const bool last_micro = pass % micro_steps == micro_steps - 1;
     tl.phase("forward");
     std::vector<std::vector<int>> saved(blocks.size());
+    std::vector<bool> offloaded(blocks.size(), false);
     std::vector<int> copies;
     // ZeRO-3 / FSDP: the root (embeddings, final norm, LM head) stays gathered for the step;
     // each block is gathered before it runs, the next one prefetched, and (FULL_SHARD) freed
@@ -728,6 +758,13 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         }
         const int busy = tl.allocate(b.transient, cat::activations);
         tl.free(busy);
+        // Offloaded activations leave two blocks behind the forward (the copy overlaps the
+        // next block's compute).
+        if (acts_to_host && stepped_back && l >= stage.first + 2) {
+          for (int id : saved[l - 2]) tl.free(id);
+          saved[l - 2].clear();
+          offloaded[l - 2] = true;
+        }
         const int next = tl.allocate(ctx.r * th * h, cat::activations);
         tl.free(residual);
         residual = next;
@@ -797,7 +834,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     const bool frozen_in_flat_params =
         !ctx.full && config.framework == framework_profile::litgpt &&
         (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op);
-    auto grads_for = [&](int layer) {
+    auto grads_for_layer = [&](int layer) {
       if (!grads_sharded) {
         if (!first_micro) return;  // accumulated in place
         for (const auto& p : params) {
@@ -839,7 +876,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         return;
       }
       // DeepSpeed ZeRO-2/3 accumulate into the shard they keep.
-      const bool keep_shard = dp != data_parallel::gemini && (first_micro || no_sync);
+      // Offloaded, the reduced shard is written to the host instead (nothing stays).
+      const bool keep_shard =
+          dp != data_parallel::gemini && (first_micro || no_sync) && !grads_to_host;
       std::vector<int> full;
       for (const auto& p : params) {
         if (p.layer != layer) continue;
@@ -854,6 +893,18 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       for (int id : full) tl.free(id);
       for (int id : kept) tl.free(id);  // reduce-scattered at last
       kept.clear();
+    };
+    // Reduced gradient shards go to the host (ZeRO-Offload's pinned fp32 partition, FSDP
+    // CPUOffload): nothing of them stays on the GPU.
+    auto grads_out = [&](std::size_t before) {
+      if (!grads_to_host) return;
+      for (std::size_t i = before; i < grads.size(); ++i) tl.free(grads[i]);
+      grads.resize(before);
+    };
+    auto grads_for = [&](int layer) {
+      const std::size_t before = grads.size();
+      grads_for_layer(layer);
+      grads_out(before);
     };
     if (dp == data_parallel::zero2 && config.reduce_bucket_elements > 0 && step == 1 &&
         first_micro) {
@@ -880,6 +931,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
     for (std::size_t l = stage.last; l-- > stage.first;) {
       const auto& b = blocks[l];
+      if (offloaded[l]) {  // brought back before the block's backward
+        for (auto bytes : saved_bytes(b)) saved[l].push_back(tl.allocate(bytes, cat::activations));
+      }
       std::vector<int> recomputed;
       if (config.grad_ckpt) {
         for (auto bytes : b.weight_copies)
@@ -907,6 +961,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 
     if (!last_micro) continue;
     if (!config.optimizer_step) break;
+    if (states_on_host) continue;  // CPU Adam steps in host memory
     if (in_backward) {
       for (int id : grads) tl.free(id);
       grads.clear();

@@ -224,7 +224,22 @@ std::string training_config_for(const json& p, training_config& config) {
   const std::string phase = text_or(w, "phase", "");
   if (phase != "train" && phase != "forward_backward")
     return "phase " + phase + " is not modelled yet";
-  if (parallel.value("cpu_offload", false)) return "offloaded runs are not modelled yet";
+  // Offloading: the point's placement of each state (none / cpu / nvme).
+  const json& offload = parallel.value("offload", json());
+  if (offload.is_object()) {
+    auto target = [&](const char* key) {
+      const std::string t = text_or(offload, key, "none");
+      return t == "cpu"    ? offload_target::cpu
+             : t == "nvme" ? offload_target::nvme
+                           : offload_target::none;
+    };
+    config.offload.optimizer = target("optimizer");
+    config.offload.params = target("params");
+    config.offload.gradients = target("gradients");
+    config.offload.activations = target("activations");
+  } else if (parallel.value("cpu_offload", false)) {
+    return "offloaded, with no placement stated";
+  }
   auto degree = [&](const char* key) {
     return parallel.contains(key) && parallel.at(key).is_number()
                ? parallel.at(key).get<std::uint64_t>()
@@ -239,6 +254,9 @@ std::string training_config_for(const json& p, training_config& config) {
   // FSDP NO_SHARD is DDP-like.
   std::string method = parallel.value("method", "");
   if (method == "fsdp_no_shard") method = "ddp";
+  // The format names offloaded ZeRO-3 and FSDP runs apart; their placement is in `offload`.
+  if (method == "zero3_cpu_offload") method = "zero3";
+  if (method == "fsdp_cpu_offload") method = "fsdp_full_shard";
   if (method == "tensor_parallel") method = "single";
   const auto sharding = data_parallel_named(method);
   if (!sharding) return "method " + method + " is not modelled yet in detailed mode";
@@ -493,12 +511,17 @@ memory_report validate_memory(const json& points) {
         (gpu_id.empty() ? "; GPU not stated precisely: its runtime figures are the A100's" : "");
     out.estimated_gib = bytes / (1ULL << 30);
     out.scored = true;
+    // Offloaded runs are reported apart (their own phase key), outside the overall summary.
+    const bool offloaded = !inference && config.offload.any();
+    if (offloaded) out.phase += " (offload)";
     if (out.kind == "peak") {
       out.relative_error = (out.estimated_gib - out.measured_gib) / out.measured_gib;
-      all.push_back(std::fabs(out.relative_error));
       by_phase[out.phase].push_back(std::fabs(out.relative_error));
-      by_finetune[out.finetune].push_back(std::fabs(out.relative_error));
-      by_trust[out.trust].push_back(std::fabs(out.relative_error));
+      if (!offloaded) {
+        all.push_back(std::fabs(out.relative_error));
+        by_finetune[out.finetune].push_back(std::fabs(out.relative_error));
+        by_trust[out.trust].push_back(std::fabs(out.relative_error));
+      }
     } else {
       out.bound_correct = out.kind == "oom_lower_bound" ? out.estimated_gib > out.measured_gib
                                                         : out.estimated_gib <= out.measured_gib;

@@ -19,6 +19,17 @@ struct gpu_spec {
   double host_link_bandwidth_bytes_per_s = 0;
 };
 
+// Host-side speeds of a node for offloaded training (docs/methodology.md, "Offloading").
+struct offload_speeds {
+  // NVMe sequential bandwidth of the offload drive(s): assumed 3.5 GB/s read and 3.0 GB/s
+  // write, one PCIe 4.0 x4 SSD below its interface's ~7.9 GB/s.
+  double nvme_read_bytes_per_s = 3.5e9;
+  double nvme_write_bytes_per_s = 3.0e9;
+  // The CPU optimizer's throughput per GPU rank: an assumption (1e9 parameters/s) to replace
+  // with a measured figure.
+  double cpu_optimizer_params_per_s = 1e9;
+};
+
 struct cluster_spec {
   gpu_spec gpu;
   std::uint64_t gpus = 1;           // ranks in the job
@@ -28,6 +39,10 @@ struct cluster_spec {
   double inter_node_bandwidth_bytes_per_s = 25e9;
   std::uint64_t cuda_context_bytes = 0;  // device memory of the CUDA context per process
   std::uint64_t headroom_bytes = 0;      // kept free: usable = memory_bytes - headroom_bytes
+  // Offload budgets per node (0: not checked) and host speeds.
+  std::uint64_t host_ram_bytes = 0;
+  std::uint64_t nvme_bytes = 0;
+  offload_speeds host;
 };
 
 // The device memory a PyTorch process holds for its CUDA context (driver, kernels loaded

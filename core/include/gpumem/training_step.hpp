@@ -57,6 +57,30 @@ std::optional<compute_precision> compute_precision_named(const std::string& name
 // transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
 enum class framework_profile { transformers, litgpt, torchtune };
 
+// Where a kind of training state lives: on the GPU, in host RAM, or on NVMe (staged through
+// pinned host buffers).
+enum class offload_target { none, cpu, nvme };
+
+// What a run offloads (DeepSpeed offload_optimizer / offload_param, FSDP CPUOffload,
+// Colossal-AI's cpu placement, SSDTrain/Fuyou activation swapping):
+// - optimizer: the states, the fp32 master weights and the step itself (CPU Adam) on the host;
+//   the gradients then go to the host as well;
+// - params: the (sharded) parameters on the host, gathered to the GPU block by block (needs
+//   ZeRO-3, FSDP or Gemini);
+// - gradients: gradient shards copied to the host once reduced;
+// - activations: the tensors saved for backward (the block inputs under checkpointing) moved
+//   out two blocks behind the forward and brought back before their backward.
+struct offload_placement {
+  offload_target optimizer = offload_target::none;
+  offload_target params = offload_target::none;
+  offload_target gradients = offload_target::none;
+  offload_target activations = offload_target::none;
+  bool any() const {
+    return optimizer != offload_target::none || params != offload_target::none ||
+           gradients != offload_target::none || activations != offload_target::none;
+  }
+};
+
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
   std::uint64_t lora_rank = 8;
@@ -96,6 +120,7 @@ struct training_config {
   // ZeRO-1/2's gradient reduce bucket in elements (DeepSpeed reduce_bucket_size default 5e8;
   // Colossal-AI LowLevelZero 12 Mi); 0: none.
   std::uint64_t reduce_bucket_elements = 0;
+  offload_placement offload;
 };
 
 struct training_estimate {
@@ -104,6 +129,9 @@ struct training_estimate {
   // Device memory outside PyTorch's allocator: paged (unified-memory) optimizer states.
   std::uint64_t unmanaged_bytes = 0;
   std::uint64_t trainable_params = 0;
+  // Bytes the GPU moved out under `offload` at the step's largest (offload.cpp sizes the host
+  // side from these): the saved activations of all blocks.
+  std::uint64_t saved_activation_bytes = 0;
   std::vector<std::string> notes;
 };
 

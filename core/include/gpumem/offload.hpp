@@ -1,0 +1,43 @@
+#pragma once
+// The host and NVMe side of an offloaded training step (the GPU side is the replay in
+// training_step.cpp with config.offload): what each rank keeps in host RAM (pinned and pageable)
+// and on NVMe, the bytes it moves per step over PCIe and to NVMe, and the time that adds. Every
+// size and default is sourced in docs/methodology.md ("Offloading").
+
+#include <cstdint>
+#include <vector>
+
+#include "gpumem/estimate.hpp"
+#include "gpumem/hardware.hpp"
+#include "gpumem/model_spec.hpp"
+#include "gpumem/training_step.hpp"
+
+namespace gpumem {
+
+struct host_footprint {
+  std::vector<component> host;  // per rank, in host RAM
+  std::vector<component> nvme;  // per rank, on NVMe
+  std::uint64_t host_bytes = 0;
+  // Of which page-locked: NVMe staging buffers and offloaded activations (copied back
+  // asynchronously); DeepSpeed's partitions are pageable unless pin_memory is set.
+  std::uint64_t pinned_bytes = 0;
+  std::uint64_t nvme_bytes = 0;
+  // Per step and rank.
+  double pcie_bytes = 0;  // host <-> GPU
+  double nvme_read_bytes = 0;
+  double nvme_write_bytes = 0;
+  double cpu_optimizer_params = 0;
+};
+
+// The host and NVMe side of `config.offload` for one rank, from its replay.
+host_footprint offload_footprint(const model_spec& spec, const training_config& config,
+                                 const training_estimate& estimate);
+
+// Seconds the offload adds to a step that computes for `compute_s`: PCIe copies overlap the
+// compute (DeepSpeed overlap_comm and parameter prefetch, FSDP's CPU-offload streams) and count
+// only beyond it; NVMe swaps and the CPU optimizer step do not overlap (DeepSpeed's
+// pipeline_read / pipeline_write default to false).
+double offload_seconds(const host_footprint& f, double compute_s, double host_link_bytes_per_s,
+                       const offload_speeds& speeds);
+
+}  // namespace gpumem

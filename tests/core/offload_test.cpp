@@ -1,0 +1,176 @@
+// Offloaded training: what leaves the GPU in the replay, and the host and NVMe side by hand.
+
+#include "gpumem/offload.hpp"
+
+#include <doctest/doctest.h>
+
+#include "gpumem/config_parser.hpp"
+#include "gpumem/training_step.hpp"
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+result<model_spec> llama_1b() {
+  const auto presets = test::read_presets();
+  return parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
+}
+
+std::uint64_t at_peak(const training_estimate& e, memory_category category) {
+  return e.peak.by_category[static_cast<std::size_t>(category)];
+}
+
+std::uint64_t part(const std::vector<component>& parts, const std::string& name) {
+  for (const auto& p : parts) {
+    if (p.name == name) return p.bytes;
+  }
+  return 0;
+}
+
+gpu_spec h100() {
+  gpu_spec gpu;
+  gpu.architecture = "hopper";
+  gpu.memory_bytes = 80 * gib;
+  return gpu;
+}
+
+constexpr std::uint64_t params_1b = 1235814400;
+
+training_config zero(data_parallel sharding, std::uint64_t ranks) {
+  training_config c;
+  c.sharding = sharding;
+  c.dp_degree = ranks;
+  c.full_weight_bytes = 2;  // a 16-bit model with fp32 masters (DeepSpeed)
+  c.micro_batch = 1;
+  c.seq_len = 512;
+  c.grad_ckpt = true;
+  return c;
+}
+
+TEST_CASE("ZeRO-Offload: states, masters and gradient shards leave the GPU") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c = zero(data_parallel::zero2, 2);
+  auto plain = estimate_training_step(spec.value(), c, h100());
+  c.offload.optimizer = offload_target::cpu;
+  auto offloaded = estimate_training_step(spec.value(), c, h100());
+  REQUIRE(plain.ok());
+  REQUIRE(offloaded.ok());
+  CHECK(at_peak(plain.value(), memory_category::optimizer_states) > 0);
+  CHECK(at_peak(offloaded.value(), memory_category::optimizer_states) == 0);
+  CHECK(at_peak(offloaded.value(), memory_category::master_weights) == 0);
+  CHECK(offloaded.value().peak.allocated < plain.value().peak.allocated);
+  // The 16-bit parameters stay (ZeRO-2 does not shard them).
+  CHECK(at_peak(offloaded.value(), memory_category::weights) >= 2 * params_1b);
+
+  // Host, per rank, by hand: P/2 parameters each with fp32 master (4), Adam moments (8) and
+  // the fp32 gradient partition (4); PCIe: 16-bit gradients out and parameters back.
+  const host_footprint f = offload_footprint(spec.value(), c, offloaded.value());
+  const std::uint64_t share = params_1b / 2;
+  CHECK(part(f.host, "master_weights") == 4 * share);
+  CHECK(part(f.host, "optimizer_states") == 8 * share);
+  CHECK(part(f.host, "gradients") == 4 * share);
+  CHECK(f.host_bytes == 16 * share);
+  CHECK(f.nvme_bytes == 0);
+  CHECK(f.pcie_bytes == doctest::Approx(4.0 * share));
+  CHECK(f.cpu_optimizer_params == doctest::Approx(share));
+}
+
+TEST_CASE("ZeRO-Infinity: parameters and optimizer states on NVMe, staged through buffers") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c = zero(data_parallel::zero3, 1);
+  c.offload.optimizer = offload_target::nvme;
+  c.offload.params = offload_target::nvme;
+  auto e = estimate_training_step(spec.value(), c, h100());
+  REQUIRE(e.ok());
+  CHECK(at_peak(e.value(), memory_category::weights) == 0);  // only gathered blocks on the GPU
+  const host_footprint f = offload_footprint(spec.value(), c, e.value());
+  CHECK(part(f.nvme, "master_weights") == 4 * params_1b);
+  CHECK(part(f.nvme, "optimizer_states") == 8 * params_1b);
+  CHECK(part(f.nvme, "parameters") == 2 * params_1b);
+  CHECK(part(f.host, "gradients") == 4 * params_1b);
+  // DeepSpeed's defaults: 4 optimizer buffers of one sub-group (at most 1e9 fp32 elements),
+  // 5 parameter buffers of 1e8 16-bit elements.
+  CHECK(part(f.host, "optimizer_swap_buffers") == 4ULL * 1000000000 * 4);
+  CHECK(part(f.host, "parameter_swap_buffers") == 5ULL * 100000000 * 2);
+  CHECK(f.pinned_bytes == 4ULL * 1000000000 * 4 + 5ULL * 100000000 * 2);
+  CHECK(f.nvme_read_bytes == doctest::Approx(12.0 * params_1b + 4.0 * params_1b));
+  CHECK(f.nvme_write_bytes == doctest::Approx(12.0 * params_1b + 2.0 * params_1b));
+
+  // Time: PCIe beyond the compute, NVMe and the CPU step in full.
+  offload_speeds speeds;
+  speeds.nvme_read_bytes_per_s = 4e9;
+  speeds.nvme_write_bytes_per_s = 2e9;
+  speeds.cpu_optimizer_params_per_s = 1e9;
+  const double expected = std::max(0.0, f.pcie_bytes / 25e9 - 0.5) + f.nvme_read_bytes / 4e9 +
+                          f.nvme_write_bytes / 2e9 + params_1b / 1e9;
+  CHECK(offload_seconds(f, 0.5, 25e9, speeds) == doctest::Approx(expected));
+}
+
+TEST_CASE("activation offload keeps two blocks' checkpoints on the GPU") {
+  const auto spec = llama_1b();  // 16 blocks
+  REQUIRE(spec.ok());
+  training_config c = zero(data_parallel::zero3, 1);
+  c.micro_batch = 8;
+  c.seq_len = 4096;
+  auto kept = estimate_training_step(spec.value(), c, h100());
+  c.offload.activations = offload_target::cpu;
+  auto moved = estimate_training_step(spec.value(), c, h100());
+  REQUIRE(kept.ok());
+  REQUIRE(moved.ok());
+  const std::uint64_t input = 2ULL * 8 * 4096 * 2048;  // one block input, bf16
+  CHECK(kept.value().saved_activation_bytes == 16 * input);
+  CHECK(at_peak(kept.value(), memory_category::activations) -
+            at_peak(moved.value(), memory_category::activations) >=
+        10 * input);
+  const host_footprint f = offload_footprint(spec.value(), c, moved.value());
+  CHECK(part(f.host, "activations") == 16 * input);
+}
+
+TEST_CASE("offload needs a sharding method that supports it, naming the field") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c = zero(data_parallel::zero2, 2);
+  c.offload.params = offload_target::cpu;
+  auto e = estimate_training_step(spec.value(), c, h100());
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.failure().field == "parallel.offload.params");
+  c = zero(data_parallel::ddp, 2);
+  c.offload.optimizer = offload_target::cpu;
+  e = estimate_training_step(spec.value(), c, h100());
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.failure().field == "parallel.offload.optimizer");
+}
+
+TEST_CASE("the API reports the host side and checks the node's RAM and NVMe budgets") {
+  const auto request = [](std::uint64_t host_ram) {
+    nlohmann::json r = {
+        {"command", "estimate"},
+        {"model", "meta-llama/Llama-3.2-1B"},
+        {"cluster", {{"gpu", "rtx-4090"}, {"gpus", 1}, {"host_ram_bytes", host_ram}}},
+        {"parallel", {{"method", "zero3"}, {"offload", {{"optimizer", "cpu"}}}}},
+        {"workload", {{"micro_batch", 1}, {"seq_len", 512}}}};
+    return nlohmann::json::parse(handle_request(r.dump()));
+  };
+  const auto roomy = request(64 * gib);
+  REQUIRE(roomy["ok"] == true);
+  const auto& off = roomy["result"]["offload"];
+  CHECK(off["host_bytes_per_node"].get<std::uint64_t>() ==
+        off["host_bytes_per_gpu"].get<std::uint64_t>());
+  CHECK(off["fits_host_ram"] == true);
+  CHECK(roomy["result"]["fits"] == true);
+  const auto tight = request(4 * gib);
+  CHECK(tight["result"]["offload"]["fits_host_ram"] == false);
+  CHECK(tight["result"]["fits"] == false);
+  nlohmann::json bad = {{"command", "estimate"},
+                        {"model", "meta-llama/Llama-3.2-1B"},
+                        {"cluster", {{"gpu", "rtx-4090"}}},
+                        {"parallel", {{"method", "zero3"}, {"offload", {{"optimizer", "disk"}}}}},
+                        {"workload", {{"micro_batch", 1}}}};
+  const auto refused = nlohmann::json::parse(handle_request(bad.dump()));
+  CHECK(refused["error"]["field"] == "parallel.offload.optimizer");
+}
+
+}  // namespace
+}  // namespace gpumem
