@@ -40,6 +40,8 @@ Usage:
                                        tensor_parallel [--sequence-parallel]|
                                        pipeline [--micro-batches M]]
                     [--tp T: DP+TP, T tensor-parallel GPUs per data-parallel group]
+                    [--offload-optimizer|--offload-params|--offload-gradients|
+                     --offload-activations none|cpu|nvme] [--host-ram-gib R] [--nvme-gib N]
                   --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
                   inference: --phase inference [--micro-batch sequences] [--seq-len prompt]
                     [--new-tokens N] [--weights bf16|fp16|fp32|fp8|int8|nf4|fp4|nf4_double_quant|
@@ -276,6 +278,17 @@ bool training_request(const arguments& args, ordered_json& request) {
   if (args.options.count("gpus-per-node")) {
     request["cluster"]["gpus_per_node"] = number_option(args.options.at("gpus-per-node"));
   }
+  // Host budgets per node for offloading, given in GiB.
+  for (const auto& [flag, field] :
+       {std::pair<const char*, const char*>{"host-ram-gib", "host_ram_bytes"},
+        {"nvme-gib", "nvme_bytes"}}) {
+    if (!args.options.count(flag)) continue;
+    const ordered_json value = number_option(args.options.at(flag));
+    request["cluster"][field] =
+        value.is_number()
+            ? ordered_json(static_cast<std::uint64_t>(value.get<double>() * (1ULL << 30)))
+            : value;
+  }
   request["workload"] = {{"seq_len", number_option(option(args, "seq-len", "512"))}};
   return true;
 }
@@ -357,6 +370,23 @@ void print_kv_cache(const ordered_json& r) {
   }
 }
 
+// The host RAM and NVMe an offloaded step needs, by component, and its per-step traffic.
+void print_offload(const ordered_json& off) {
+  gpumem::cli::table t({"offloaded", "where", "GiB per GPU"});
+  for (const auto& [name, bytes] : off["host"].items()) t.row({name, "host RAM", gib(bytes)});
+  for (const auto& [name, bytes] : off["nvme"].items()) t.row({name, "NVMe", gib(bytes)});
+  std::cout << "\n"
+            << t.render() << "per node: " << gib(off["host_bytes_per_node"]) << " GiB host RAM"
+            << (off["fits_host_ram"].get<bool>() ? "" : " (over the budget)") << ", "
+            << gib(off["nvme_bytes_per_node"]) << " GiB NVMe"
+            << (off["fits_nvme"].get<bool>() ? "" : " (over the budget)") << "; per step "
+            << gpumem::cli::fixed(off["per_step"]["pcie_s"].get<double>(), 2)
+            << " s of PCIe copies, "
+            << gpumem::cli::fixed(off["per_step"]["nvme_s"].get<double>(), 2) << " s of NVMe, "
+            << gpumem::cli::fixed(off["per_step"]["cpu_optimizer_s"].get<double>(), 2)
+            << " s of CPU optimizer\n";
+}
+
 int estimate_command(const arguments& args) {
   ordered_json request;
   if (!training_request(args, request)) return bad_input;
@@ -365,6 +395,10 @@ int estimate_command(const arguments& args) {
   if (args.options.count("sequence-parallel")) request["parallel"]["sequence_parallel"] = true;
   if (args.options.count("micro-batches")) {
     request["parallel"]["micro_batches"] = number_option(args.options.at("micro-batches"));
+  }
+  for (const char* state : {"optimizer", "params", "gradients", "activations"}) {
+    const std::string flag = std::string("offload-") + state;
+    if (args.options.count(flag)) request["parallel"]["offload"][state] = args.options.at(flag);
   }
   if (args.options.count("dp-tp-fraction")) {
     request["parallel"]["dp_tp_fraction"] = args.options.at("dp-tp-fraction");
@@ -403,6 +437,7 @@ int estimate_command(const arguments& args) {
   }
   std::cout << "\n";
   if (r.contains("kv_cache")) print_kv_cache(r);
+  if (r.contains("offload")) print_offload(r["offload"]);
   return 0;
 }
 
@@ -432,9 +467,19 @@ int plan_command(const arguments& args) {
     std::cout << t.render() << "\n" << r["reason"].get<std::string>() << "\n";
     return 0;
   }
-  gpumem::cli::table t({"method", "tp", "fits", "max micro-batch", "peak GiB", "tokens/s"});
+  gpumem::cli::table t(
+      {"method", "tp", "offload", "fits", "max micro-batch", "peak GiB", "tokens/s"});
   for (const auto& c : r["candidates"]) {
-    t.row({c["method"], std::to_string(c["tp"].get<int>()),
+    std::string offload = "-";
+    if (c.contains("offload")) {
+      offload.clear();
+      for (const char* state : {"optimizer", "params", "gradients", "activations"}) {
+        const std::string where = c["offload"][state];
+        if (where != "none")
+          offload += (offload.empty() ? "" : " ") + std::string(state) + ":" + where;
+      }
+    }
+    t.row({c["method"], std::to_string(c["tp"].get<int>()), offload,
            c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
            std::to_string(c["max_micro_batch"].get<std::uint64_t>()), gib(c["peak_bytes"]),
            gpumem::cli::fixed(c["tokens_per_s"].get<double>(), 0)});

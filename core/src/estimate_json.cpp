@@ -32,6 +32,7 @@ ordered_json step_time_json(const step_time& s) {
           {"compute_s", s.compute_s},
           {"communication_s", s.communication_s},
           {"exposed_communication_s", s.exposed_communication_s},
+          {"offload_s", s.offload_s},
           {"tokens_per_s", s.tokens_per_s},
           {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
           {"flops_per_token", s.flops_per_token}};
@@ -81,6 +82,24 @@ ordered_json llmem_component_notes() {
   };
 }
 
+namespace {
+
+const char* target_name(offload_target t) {
+  return t == offload_target::cpu ? "cpu" : t == offload_target::nvme ? "nvme" : "none";
+}
+
+// A plan candidate's offload: where each state goes and the host budgets it needs.
+ordered_json offload_json(const plan_candidate& c) {
+  return {{"optimizer", target_name(c.offload.optimizer)},
+          {"params", target_name(c.offload.params)},
+          {"gradients", target_name(c.offload.gradients)},
+          {"activations", target_name(c.offload.activations)},
+          {"host_bytes_per_node", c.host_bytes_per_node},
+          {"nvme_bytes_per_node", c.nvme_bytes_per_node}};
+}
+
+}  // namespace
+
 ordered_json plan_json(const plan_result& plan) {
   ordered_json candidates = ordered_json::array();
   for (const auto& c : plan.candidates) {
@@ -95,6 +114,7 @@ ordered_json plan_json(const plan_result& plan) {
                           {"tokens_per_s_per_gpu", c.speed.tokens_per_s_per_gpu},
                           {"step_s", c.speed.step_s}};
     if (!c.valid) entry["note"] = c.note;
+    if (c.offload.any()) entry["offload"] = offload_json(c);
     entry["per_gpu"] = ordered_json::array({rank_json(c.at_max)});
     entry["step_time"] = step_time_json(c.speed);
     candidates.push_back(std::move(entry));
@@ -109,6 +129,7 @@ ordered_json plan_json(const plan_result& plan) {
               {"peak_bytes", c.at_max.peak_bytes},
               {"tokens_per_s", c.speed.tokens_per_s},
               {"reason", plan.reason}};
+    if (c.offload.any()) choice["offload"] = offload_json(c);
   }
   ordered_json offload = nullptr;
   if (plan.offload.needed) {

@@ -85,11 +85,11 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
   };
 
   // Optimizer: fp32 master weights (when the model trains in 16 bits), the states and the fp32
-  // gradient partition the CPU step reads.
+  // gradient partition the CPU step reads (swapped with them when they live on NVMe).
+  // Gradients follow the optimizer unless placed on their own (ZeRO-Infinity swaps each
+  // sub-group's gradients with its states).
   const offload_target grads_target =
-      off.gradients != offload_target::none
-          ? off.gradients
-          : (off.optimizer != offload_target::none ? offload_target::cpu : offload_target::none);
+      off.gradients != offload_target::none ? off.gradients : off.optimizer;
   if (off.optimizer != offload_target::none) {
     if (master) place(off.optimizer, "master_weights", 4 * trainable, false);
     place(off.optimizer, "optimizer_states", host_state_bytes(config.optimizer) * trainable, false);
@@ -97,8 +97,10 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
     if (off.optimizer == offload_target::nvme) {
       staging("optimizer_swap_buffers",
               optimizer_buffer_count * std::min(trainable, sub_group_elements) * 4);
+      const std::uint64_t swapped_grads = grads_target == offload_target::nvme ? grad_bytes : 0;
       const double swapped =
-          static_cast<double>((master ? 4 : 0) + host_state_bytes(config.optimizer)) *
+          static_cast<double>((master ? 4 : 0) + host_state_bytes(config.optimizer) +
+                              swapped_grads) *
           static_cast<double>(trainable);
       f.nvme_read_bytes += swapped;
       f.nvme_write_bytes += swapped;

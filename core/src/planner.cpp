@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <optional>
 
+#include "gpumem/offload.hpp"
+
 namespace gpumem {
 
 namespace {
@@ -181,6 +183,25 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
   return plan;
 }
 
+namespace {
+
+// An offload placement in words, e.g. "the optimizer on NVMe, the parameters in host RAM".
+std::string describe(const offload_placement& o) {
+  std::string out;
+  const std::pair<const char*, offload_target> parts[] = {{"the optimizer", o.optimizer},
+                                                          {"the parameters", o.params},
+                                                          {"the gradients", o.gradients},
+                                                          {"the activations", o.activations}};
+  for (const auto& [name, target] : parts) {
+    if (target == offload_target::none) continue;
+    out += std::string(out.empty() ? "" : ", ") + name +
+           (target == offload_target::cpu ? " in host RAM" : " on NVMe");
+  }
+  return out;
+}
+
+}  // namespace
+
 result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
                                   const cluster_spec& cluster, const training_config& workload,
                                   const plan_options& options) {
@@ -202,6 +223,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 7 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);
+  const std::uint64_t per_node = cluster.gpus_per_node ? cluster.gpus_per_node : cluster.gpus;
   step_time_options speed = options.speed;
   speed.recompute = workload.grad_ckpt;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
@@ -210,39 +232,54 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   speed.weight_gradients = workload.finetune == finetune_kind::full;
 
   plan_result plan;
-  for (const method* m = begin; m != end; ++m) {
+  std::optional<error> failure;
+  // One candidate: its largest micro-batch whose GPU footprint (and, offloaded, host RAM and
+  // NVMe per node) fits, and its speed there.
+  auto evaluate = [&](const method& m, const offload_placement& offload) {
     plan_candidate c;
-    c.method = m->name;
-    const bool tensor = m->timing == parallel_method::tp;
-    c.parallel = {m->timing, tensor ? cluster.gpus : 1, false};
+    c.method = m.name;
+    c.offload = offload;
+    const bool tensor = m.timing == parallel_method::tp;
+    c.parallel = {m.timing, tensor ? cluster.gpus : 1, false};
     c.sequence_parallel = tensor;
     training_config config = workload;
-    config.sharding = m->sharding;
+    config.sharding = m.sharding;
     config.dp_degree = tensor ? 1 : cluster.gpus;
     config.tp_degree = tensor ? cluster.gpus : 1;
     config.sequence_parallel = tensor;
+    config.offload = offload;
     step_time_options timing = speed;
     timing.all_reduce_every_linear = !tensor;  // Megatron: two all-reduces per block and pass
     if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
       c.valid = false;  // its all-reduces would cross the inter-node network every block
       c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
                " GPUs)";
-      plan.candidates.push_back(c);
-      continue;
+      return c;
     }
-    // The device footprint at a batch, or an error for a model the estimator does not cover.
-    std::optional<error> failure;
-    auto device_used = [&](std::uint64_t batch, training_estimate* keep) -> std::uint64_t {
+    struct footprint {
+      std::uint64_t gpu = ~0ULL;
+      host_footprint host;
+      training_estimate estimate;
+      bool fits = false;
+    };
+    auto at = [&](std::uint64_t batch) {
+      footprint f;
       config.micro_batch = batch;
       auto e = estimate_training_step(spec, config, cluster.gpu);
       if (!e.ok()) {
         failure = e.failure();
-        return ~0ULL;
+        return f;
       }
-      if (keep != nullptr) *keep = e.value();
-      return device_used_bytes(e.value(), cluster.cuda_context_bytes);
+      f.estimate = e.value();
+      f.gpu = device_used_bytes(f.estimate, cluster.cuda_context_bytes);
+      f.host = offload_footprint(spec, config, f.estimate);
+      f.fits =
+          f.gpu <= usable &&
+          (cluster.host_ram_bytes == 0 || f.host.host_bytes * per_node <= cluster.host_ram_bytes) &&
+          (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes);
+      return f;
     };
-    const auto fits = [&](std::uint64_t b) { return device_used(b, nullptr) <= usable; };
+    const auto fits = [&](std::uint64_t b) { return at(b).fits; };
     std::uint64_t good = 0;
     if (fits(1)) {
       good = 1;
@@ -257,37 +294,89 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
         (fits(mid) ? good : bad) = mid;
       }
     }
-    if (failure && tensor && failure->code == "parallel.invalid_degree") {
+    if (failure &&
+        (failure->code == "parallel.invalid_degree" || failure->code == "request.invalid_value")) {
       c.valid = false;
       c.note = failure->message;
-      plan.candidates.push_back(c);
-      continue;
+      failure.reset();
+      return c;
     }
-    if (failure) return *failure;
     c.max_micro_batch = good;
     c.fits = good > 0;
     const std::uint64_t batch = c.fits ? good : 1;
-    training_estimate at;
+    const footprint f = at(batch);
     c.at_max.last_rank = cluster.gpus - 1;
-    c.at_max.peak_bytes = device_used(batch, &at);
+    c.at_max.peak_bytes = f.gpu;
     c.at_max.fits = c.fits;
-    c.at_max.components = peak_components(at, "device_used", cluster.cuda_context_bytes);
+    c.at_max.components = peak_components(f.estimate, "device_used", cluster.cuda_context_bytes);
+    c.host_bytes_per_node = f.host.host_bytes * per_node;
+    c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
     c.speed =
         estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, timing);
-    plan.candidates.push_back(c);
-  }
-  if (!choose_fastest(plan)) {
-    // The leanest of the methods that can run here (the first one always can).
-    const plan_candidate* leanest = &plan.candidates.front();
-    for (const auto& c : plan.candidates) {
-      if (c.valid && c.at_max.peak_bytes < leanest->at_max.peak_bytes) leanest = &c;
+    if (offload.any()) {
+      // The offload's traffic and CPU step lengthen the step (offload.hpp).
+      c.speed.offload_s = offload_seconds(
+          f.host, c.speed.step_s, cluster.gpu.host_link_bandwidth_bytes_per_s, cluster.host);
+      const double tokens = static_cast<double>(batch * workload.seq_len * cluster.gpus);
+      c.speed.step_s += c.speed.offload_s;
+      c.speed.tokens_per_s = tokens / c.speed.step_s;
+      c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / static_cast<double>(cluster.gpus);
     }
-    const plan_candidate& smallest = *leanest;
-    plan.reason = "Nothing fits at micro-batch 1: the leanest method, " + smallest.method +
-                  ", needs " + gib_text(smallest.at_max.peak_bytes) + " per GPU of " +
-                  gib_text(usable) +
-                  ". Use more GPUs, LoRA/QLoRA, gradient checkpointing, or CPU offload.";
+    return c;
+  };
+
+  for (const method* m = begin; m != end; ++m) {
+    plan.candidates.push_back(evaluate(*m, offload_placement{}));
+    if (failure) return *failure;
   }
+  if (choose_fastest(plan)) return plan;
+
+  // Nothing fits on the GPUs alone: the offload configurations, in order of expected speed
+  // (DeepSpeed ZeRO-Offload, then parameters too, then activations, then NVMe as in
+  // ZeRO-Infinity and Fuyou); ZeRO runs on one GPU for its offloading.
+  const auto cpu = offload_target::cpu;
+  const auto nvme = offload_target::nvme;
+  const auto none = offload_target::none;
+  static const method zero2{"zero2", data_parallel::zero2, parallel_method::cdp};
+  static const method zero3{"zero3", data_parallel::zero3, parallel_method::adp};
+  const std::pair<const method*, offload_placement> offloads[] = {
+      {&zero2, {cpu, none, none, none}}, {&zero3, {cpu, none, none, none}},
+      {&zero3, {cpu, cpu, none, none}},  {&zero3, {cpu, cpu, none, cpu}},
+      {&zero3, {nvme, cpu, none, cpu}},  {&zero3, {nvme, nvme, none, cpu}},
+      {&zero3, {nvme, nvme, none, nvme}}};
+  for (const auto& [m, placement] : offloads) {
+    plan.candidates.push_back(evaluate(*m, placement));
+    if (failure) return *failure;
+  }
+  if (choose_fastest(plan)) {
+    const plan_candidate& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
+    char speed_text[64];
+    std::snprintf(speed_text, sizeof speed_text, "%.1f", c.speed.tokens_per_s);
+    plan.reason = "Nothing fits on the GPUs alone. The fastest offload that fits: " + c.method +
+                  " with " + describe(c.offload) + ", micro-batch " +
+                  std::to_string(c.max_micro_batch) + " per GPU at about " + speed_text +
+                  " tokens/s; it needs " + gib_text(c.at_max.peak_bytes) + " per GPU, " +
+                  gib_text(c.host_bytes_per_node) + " of host RAM and " +
+                  gib_text(c.nvme_bytes_per_node) + " of NVMe per node.";
+    return plan;
+  }
+  // Still nothing: the leanest configuration and the resource it is short of.
+  const plan_candidate& leanest = plan.candidates.back();
+  std::string short_of;
+  if (leanest.at_max.peak_bytes > usable) {
+    short_of = "GPU memory: " + gib_text(leanest.at_max.peak_bytes) + " per GPU of " +
+               gib_text(usable) + " (" + gib_text(leanest.at_max.peak_bytes - usable) + " short)";
+  } else if (cluster.host_ram_bytes && leanest.host_bytes_per_node > cluster.host_ram_bytes) {
+    short_of = "host RAM: " + gib_text(leanest.host_bytes_per_node) + " per node of " +
+               gib_text(cluster.host_ram_bytes) + " (" +
+               gib_text(leanest.host_bytes_per_node - cluster.host_ram_bytes) + " short)";
+  } else {
+    short_of = "NVMe: " + gib_text(leanest.nvme_bytes_per_node) + " per node of " +
+               gib_text(cluster.nvme_bytes) + " (" +
+               gib_text(leanest.nvme_bytes_per_node - cluster.nvme_bytes) + " short)";
+  }
+  plan.reason = "Nothing fits at micro-batch 1, even with everything offloaded to NVMe: short of " +
+                short_of + ". Use more GPUs, LoRA/QLoRA or gradient checkpointing.";
   return plan;
 }
 

@@ -26,8 +26,11 @@ struct plan_candidate {
   std::string note;                // why not, when not valid
   std::uint64_t max_micro_batch = 0;
   rank_estimate at_max;  // the estimate at max_micro_batch (at 1 when nothing fits)
-  step_time speed;       // at max_micro_batch
+  step_time speed;       // at max_micro_batch (offloaded: with the offload's time)
   bool fits = false;
+  offload_placement offload;  // detailed plans: what the candidate offloads
+  std::uint64_t host_bytes_per_node = 0;
+  std::uint64_t nvme_bytes_per_node = 0;
 };
 
 // What moves to host memory when nothing fits on the GPUs.

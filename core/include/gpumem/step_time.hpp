@@ -44,6 +44,7 @@ struct step_time {
   double compute_s = 0;                // per GPU
   double communication_s = 0;          // all collectives, per GPU
   double exposed_communication_s = 0;  // not hidden behind compute
+  double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
   double step_s = 0;
   double tokens_per_s = 0;  // whole job
   double tokens_per_s_per_gpu = 0;
