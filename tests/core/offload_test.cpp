@@ -172,5 +172,34 @@ TEST_CASE("the API reports the host side and checks the node's RAM and NVMe budg
   CHECK(refused["error"]["field"] == "parallel.offload.optimizer");
 }
 
+TEST_CASE("the plan answers 70B on one 24 GB GPU with 128 GiB of RAM and a 2 TB SSD") {
+  const auto plan = [](std::uint64_t host_ram, std::uint64_t nvme) {
+    nlohmann::json r = {
+        {"command", "plan"},
+        {"model", "meta-llama/Llama-3.1-70B"},
+        {"cluster",
+         {{"gpu", "rtx-4090"}, {"gpus", 1}, {"host_ram_bytes", host_ram}, {"nvme_bytes", nvme}}},
+        {"workload", {{"seq_len", 1024}, {"finetune", "full"}, {"grad_ckpt", true}}}};
+    return nlohmann::json::parse(handle_request(r.dump()));
+  };
+  const auto answer = plan(128 * gib, 2000000000000ULL);
+  REQUIRE(answer["ok"] == true);
+  const auto& choice = answer["result"]["choice"];
+  REQUIRE(choice.is_object());
+  CHECK(choice["method"] == "zero3");
+  CHECK(choice["offload"]["optimizer"] == "nvme");
+  CHECK(choice["offload"]["host_bytes_per_node"].get<std::uint64_t>() <= 128 * gib);
+  CHECK(choice["offload"]["nvme_bytes_per_node"].get<std::uint64_t>() <= 2000000000000ULL);
+  CHECK(choice["peak_bytes"].get<std::uint64_t>() <= 24 * gib);
+  CHECK(choice["tokens_per_s"].get<double>() > 0);
+  // Without offloading nothing fits: every candidate before the offloaded ones fails.
+  CHECK(answer["result"]["candidates"][0]["fits"] == false);
+  // A 500 GB SSD is too small for its states: the answer names NVMe and the shortfall.
+  const auto too_small = plan(128 * gib, 500000000000ULL);
+  CHECK(too_small["result"]["choice"].is_null());
+  CHECK(too_small["result"]["reason"].get<std::string>().find("short of NVMe") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpumem
