@@ -14,7 +14,9 @@ ordered_json cluster_json(const cluster_spec& c) {
           {"gpus_per_node", c.gpus_per_node},
           {"cuda_context_bytes", c.cuda_context_bytes},
           {"headroom_bytes", c.headroom_bytes},
-          {"usable_bytes", c.gpu.memory_bytes - c.headroom_bytes}};
+          {"usable_bytes", c.gpu.memory_bytes - c.headroom_bytes},
+          {"host_ram_bytes", c.host_ram_bytes},
+          {"nvme_bytes", c.nvme_bytes}};
 }
 
 ordered_json rank_json(const rank_estimate& rank) {
@@ -123,6 +125,7 @@ ordered_json plan_json(const plan_result& plan) {
   if (plan.choice >= 0) {
     const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
     choice = {{"method", c.method},
+              {"candidate", plan.choice},
               {"tp", c.parallel.tp},
               {"sequence_parallel", c.sequence_parallel},
               {"max_micro_batch", c.max_micro_batch},

@@ -254,7 +254,9 @@ test('the page\'s "copy CLI command" gives the same answer as its JSON request',
     '?v=1&method=zero3&gpus=2&mb=2&seq=2048&ft=qlora&r=8&targets=q_proj,v_proj',
     '?v=1&phase=inference&weights=awq_4bit&fw=vllm&mb=4&seq=2000&new=100',
     '?v=1&phase=inference&method=single&weights=nf4&mb=2&seq=4096&new=256&kvdtype=fp8',
-    '?v=1&mode=llmem&model=facebook%2Fopt-1.3b&gpus=2&gpu=v100-sxm2-16gb'];
+    '?v=1&mode=llmem&model=facebook%2Fopt-1.3b&gpus=2&gpu=v100-sxm2-16gb',
+    '?v=1&ft=full&method=zero3&oopt=cpu&oparams=cpu&oact=nvme&ram=64&disk=500',
+    '?v=1&model=meta-llama%2FLlama-3.1-70B&ft=full&ram=128&disk=1862'];
   for (const query of queries) {
     const request = requestFor(stateFromQuery(query), stateFromQuery(query).model);
     const byRequest = gpumem(['run', '--request', '-'], JSON.stringify(request));

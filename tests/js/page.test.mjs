@@ -67,9 +67,13 @@ test('the default view: Llama-3.1-8B LoRA on one 24 GB GPU, with the facade\'s n
 test('changing inputs recomputes the verdict, the chart and the URL', async () => {
   const page = await openPage();
   await page.selectOption('#gm-model', 'meta-llama/Llama-3.1-70B');
-  await page.waitForSelector('[data-testid=verdict][data-fits=false]');
+  // 70B does not fit on one 24 GB GPU alone: the plan turns to offloading.
+  await page.waitForFunction(() => /with offloading/.test(document.querySelector('[data-testid=choice]')?.textContent));
   assert.match(page.url(), /model=meta-llama%2FLlama-3\.1-70B/);
+  await page.selectOption('#gm-method', 'single');
+  await page.waitForSelector('[data-testid=verdict][data-fits=false]');
   assert.match(await page.textContent('[data-testid=verdict]'), /Does not fit.*short/);
+  await page.selectOption('#gm-method', 'auto');
   await page.selectOption('#gm-gpu', 'h100-sxm');
   await page.fill('#gm-gpus', '8');
   await page.waitForSelector('[data-testid=verdict][data-fits=true]');
@@ -119,6 +123,23 @@ test('inference: the KV cache line and the fewest GPUs that serve', async () => 
   await page.selectOption('#gm-method', 'tensor_parallel');
   await page.waitForSelector('[data-testid=kv]');
   assert.match(await page.textContent('[data-testid=kv]'), /KV cache .* bytes per token/);
+  await page.close();
+});
+
+test('offloading: the plan picks an offload and shows its host RAM and NVMe; a fixed one charts them', async () => {
+  const query = '?v=1&model=meta-llama%2FLlama-3.1-70B&ft=full&ram=128&disk=1862';
+  const page = await openPage(query);
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(query)));
+  assert.match(await page.textContent('[data-testid=choice]'), /with offloading/);
+  assert.match(await page.textContent('[data-testid=offload]'), /optimizer → NVMe.*of NVMe per node/);
+  const fixed = '?v=1&model=meta-llama%2FLlama-3.1-8B&ft=full&method=zero3&oopt=cpu&oparams=cpu&ram=64';
+  await page.goto(`${origin}/${fixed}`);
+  await page.waitForSelector('[data-testid=host]');
+  assert.equal(await page.getAttribute('[data-testid=verdict]', 'data-fits'), 'false');
+  assert.match(await page.textContent('[data-testid=verdict]'), /host RAM .* exceeds the budget/);
+  assert.match(await page.textContent('[data-testid=host]'), /optimizer_states/);
+  await page.fill('#gm-ram', '256');
+  await page.waitForSelector('[data-testid=verdict][data-fits=true]');
   await page.close();
 });
 

@@ -1,7 +1,7 @@
 // The calculator: a form over the state (state.mjs), the facade's answer rendered as a verdict,
 // the plan's candidates, a chart per GPU rank and each component explained. Mounted by the page
 // (index.html, embed.html) and by the custom element. It computes nothing itself.
-import { chartHtml } from './chart.mjs';
+import { chartHtml, hostChartHtml } from './chart.mjs';
 import { componentInfo } from './components.mjs';
 import { billions, count, escapeHtml, size, UNITS } from './format.mjs';
 import { FIELDS, requestFor } from './state.mjs';
@@ -21,13 +21,19 @@ const LABELS = {
   fw: { transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', vllm: 'vLLM', llama_cpp: 'llama.cpp' },
   kv: { auto: 'Framework default', dynamic: 'Grown (dynamic)', static: 'Preallocated (static)', paged: 'Paged (vLLM)' },
   kvdtype: { auto: 'Compute dtype' },
+  oopt: { none: 'GPU', cpu: 'Host RAM', nvme: 'NVMe' },
+  oparams: { none: 'GPU', cpu: 'Host RAM', nvme: 'NVMe' },
+  ograd: { none: 'With the optimizer', cpu: 'Host RAM', nvme: 'NVMe' },
+  oact: { none: 'GPU', cpu: 'Host RAM', nvme: 'NVMe' },
   metric: { device_used: 'nvidia-smi (device used)', reserved: 'PyTorch reserved', allocated: 'PyTorch allocated' },
   unit: { gib: 'GiB', gb: 'GB' },
 };
 
-const TRAIN_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt'];
+const TRAIN_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'oopt', 'oparams', 'ograd', 'oact'];
+const OFFLOAD = ['oopt', 'oparams', 'ograd', 'oact'];
 const INFERENCE_ONLY = ['weights', 'new', 'kv', 'kvdtype'];
-const DETAILED_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'metric'];
+const DETAILED_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'metric', 'oopt', 'oparams',
+  'ograd', 'oact', 'ram', 'disk'];
 
 function select(key, id) {
   const options = FIELDS[key].choices
@@ -60,6 +66,8 @@ function formHtml(compact) {
       ${field('bw', 'Custom bandwidth (GB/s)', text('bw', 'type="number" min="1" step="any" placeholder="preset"'))}
       ${field('gpus', 'GPUs per node', text('gpus', 'type="number" min="1" step="1"'))}
       ${field('nodes', 'Nodes', text('nodes', 'type="number" min="1" step="1"'))}
+      ${field('ram', 'Host RAM per node (GiB)', text('ram', 'type="number" min="1" step="any" placeholder="not checked"'))}
+      ${field('disk', 'NVMe per node (GiB)', text('disk', 'type="number" min="1" step="any" placeholder="not checked"'))}
     </fieldset>
     <fieldset><legend>Workload</legend>
       ${field('phase', 'Phase', select('phase', 'gm-phase'))}
@@ -83,6 +91,10 @@ function formHtml(compact) {
       ${field('method', 'Method', select('method', 'gm-method'))}
       ${field('metric', 'Metric', select('metric', 'gm-metric'))}
       ${field('unit', 'Units', select('unit', 'gm-unit'))}
+      ${field('oopt', 'Offload: optimizer states', select('oopt', 'gm-oopt'))}
+      ${field('oparams', 'Offload: parameters', select('oparams', 'gm-oparams'))}
+      ${field('ograd', 'Offload: gradients', select('ograd', 'gm-ograd'))}
+      ${field('oact', 'Offload: activations', select('oact', 'gm-oact'))}
     </fieldset>
   </form>
   <section class="result" aria-live="polite" aria-busy="true" data-testid="result"><p>Loading the WebAssembly core…</p></section>`;
@@ -114,8 +126,15 @@ function fillGpus(selectEl, gpus) {
 }
 
 // The verdict, the plan and the chart of one rank list.
-function verdictHtml(peak, usable, fits, unit) {
+function verdictHtml(peak, usable, fits, unit, offload) {
   const margin = usable - peak;
+  if (!fits && margin >= 0 && offload) {
+    // The GPU holds it; the host budgets do not.
+    const over = [];
+    if (!offload.fits_host_ram) over.push(`host RAM (${size(offload.host_bytes_per_node, unit)} per node)`);
+    if (!offload.fits_nvme) over.push(`NVMe (${size(offload.nvme_bytes_per_node, unit)} per node)`);
+    return `<p class="verdict nofit" data-testid="verdict" data-peak-bytes="${peak}" data-fits="false"><strong>Does not fit.</strong> The GPU holds ${escapeHtml(size(peak, unit))} of ${escapeHtml(size(usable, unit))}, but the ${escapeHtml(over.join(' and '))} exceeds the budget.</p>`;
+  }
   return fits
     ? `<p class="verdict fits" data-testid="verdict" data-peak-bytes="${peak}" data-fits="true"><strong>Fits.</strong> ${escapeHtml(size(peak, unit))} of ${escapeHtml(size(usable, unit))} per GPU — ${escapeHtml(size(margin, unit))} to spare.</p>`
     : `<p class="verdict nofit" data-testid="verdict" data-peak-bytes="${peak}" data-fits="false"><strong>Does not fit.</strong> ${escapeHtml(size(peak, unit))} needed per GPU, ${escapeHtml(size(usable, unit))} available — ${escapeHtml(size(-margin, unit))} short.</p>`;
@@ -129,9 +148,16 @@ function explanations(ranks) {
   }).join('')}</dl></details>`;
 }
 
+// "optimizer → NVMe, params → host RAM" for a plan candidate's offload.
+function placementText(offload) {
+  return ['optimizer', 'params', 'gradients', 'activations'].filter((k) => offload[k] !== 'none')
+    .map((k) => `${k} → ${offload[k] === 'cpu' ? 'host RAM' : 'NVMe'}`).join(', ');
+}
+
 function candidateRows(result, selected, inference, unit) {
   return result.candidates.map((c, i) => {
-    const name = inference ? (c.gpus === 1 ? LABELS.method.single : `${LABELS.method[c.method] ?? c.method} × ${c.gpus}`) : `${LABELS.method[c.method] ?? c.method}${c.tp > 1 ? ` (TP ${c.tp})` : ''}`;
+    const name = inference ? (c.gpus === 1 ? LABELS.method.single : `${LABELS.method[c.method] ?? c.method} × ${c.gpus}`)
+      : `${LABELS.method[c.method] ?? c.method}${c.tp > 1 ? ` (TP ${c.tp})` : ''}${c.offload ? ` + ${placementText(c.offload)}` : ''}`;
     const fits = c.valid === false ? 'invalid' : c.fits ? 'yes' : 'no';
     const cells = inference
       ? `<td class="num">${c.gpus}</td><td>${fits}</td><td class="num">${c.valid === false ? '–' : escapeHtml(size(c.peak_bytes, unit))}</td>`
@@ -173,6 +199,8 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       if (key === 'mode' && inference) hidden = true;
       if (key === 'mb' && state.method === 'auto' && !inference) hidden = true;
       if (key === 'metric' && state.method === 'auto') hidden = true;
+      // Offload placements apply to a fixed method; the plan tries them itself.
+      if (OFFLOAD.includes(key) && state.method === 'auto') hidden = true;
       el.hidden = hidden;
     }
   };
@@ -201,15 +229,16 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
     let ranks = r.per_gpu;
     if (req.command === 'plan') {
       if (r.candidates.length && (selected < 0 || selected >= r.candidates.length)) {
-        const chosen = inference ? r.candidates.findIndex((c) => r.choice && c.method === r.choice.method && c.gpus === r.choice.gpus)
-          : r.candidates.findIndex((c) => r.choice && c.method === r.choice.method && c.tp === r.choice.tp);
+        const chosen = !r.choice ? -1 : inference
+          ? r.candidates.findIndex((c) => c.method === r.choice.method && c.gpus === r.choice.gpus)
+          : r.choice.candidate;
         selected = chosen >= 0 ? chosen : 0;
       }
       const c = r.candidates[selected];
       const choice = r.choice
         ? inference
           ? `<p class="choice" data-testid="choice"><strong>${escapeHtml(LABELS.method[r.choice.method] ?? r.choice.method)} on ${r.choice.gpus} GPU${r.choice.gpus > 1 ? 's' : ''}.</strong> ${escapeHtml(r.reason)}</p>`
-          : `<p class="choice" data-testid="choice"><strong>${escapeHtml(LABELS.method[r.choice.method] ?? r.choice.method)}${r.choice.tp > 1 ? ` (TP ${r.choice.tp})` : ''}</strong>, micro-batch ${r.choice.max_micro_batch}, about ${count(Math.round(r.choice.tokens_per_s))} tokens/s. ${escapeHtml(r.reason)}</p>`
+          : `<p class="choice" data-testid="choice"><strong>${escapeHtml(LABELS.method[r.choice.method] ?? r.choice.method)}${r.choice.tp > 1 ? ` (TP ${r.choice.tp})` : ''}${r.choice.offload ? ' with offloading' : ''}</strong>, micro-batch ${r.choice.max_micro_batch}, about ${count(Math.round(r.choice.tokens_per_s))} tokens/s. ${escapeHtml(r.reason)}</p>`
         : `<p class="choice nofit" data-testid="choice">${escapeHtml(r.reason)}</p>`;
       const head = inference
         ? '<tr><th>Layout</th><th class="num">GPUs</th><th>Fits</th><th class="num">Peak per GPU</th></tr>'
@@ -225,19 +254,29 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
         ranks = c.per_gpu ?? [];
       }
       const peak = c.valid === false ? 0 : c.peak_bytes;
+      const host = c.offload
+        ? `<p data-testid="offload">Offloaded: ${escapeHtml(placementText(c.offload))}; ${escapeHtml(size(c.offload.host_bytes_per_node, unit))} of host RAM and ${escapeHtml(size(c.offload.nvme_bytes_per_node, unit))} of NVMe per node.</p>`
+        : '';
       const offload = r.offload
         ? `<p class="offload" data-testid="offload">With CPU offload (${escapeHtml(r.offload.moves)}), ${escapeHtml(LABELS.method[r.offload.method] ?? r.offload.method)} would need ${escapeHtml(size(r.offload.gpu_peak_bytes, unit))} per GPU and ${escapeHtml(size(r.offload.host_bytes_per_node, unit))} of host RAM per node${r.offload.sufficient ? '' : ' — and still would not fit'}.</p>`
         : '';
-      body = `${choice}${offload}${c.valid === false ? `<p class="error">${escapeHtml(c.note ?? 'invalid')}</p>` : verdictHtml(peak, usable, c.fits, unit)}${table}`;
+      body = `${choice}${offload}${host}${c.valid === false ? `<p class="error">${escapeHtml(c.note ?? 'invalid')}</p>` : verdictHtml(peak, usable, c.fits, unit)}${table}`;
     } else {
-      body = verdictHtml(r.peak_bytes, usable, r.fits, unit);
+      body = verdictHtml(r.peak_bytes, usable, r.fits, unit, r.offload);
       if (r.peak_phase) body += `<p class="phase">The peak falls in the <strong>${escapeHtml(r.peak_phase)}</strong>.</p>`;
       if (r.step_time) body += `<p>About ${count(Math.round(r.step_time.tokens_per_s))} tokens/s.</p>`;
+      if (r.offload) {
+        const o = r.offload;
+        body += `<p data-testid="offload">Offloaded: ${escapeHtml(size(o.host_bytes_per_node, unit))} of host RAM${o.fits_host_ram ? '' : ' (over the budget)'} and ${escapeHtml(size(o.nvme_bytes_per_node, unit))} of NVMe${o.fits_nvme ? '' : ' (over the budget)'} per node; each step adds ${o.per_step.pcie_s.toFixed(2)} s of PCIe copies (overlapping the compute), ${o.per_step.nvme_s.toFixed(2)} s of NVMe and ${o.per_step.cpu_optimizer_s.toFixed(2)} s of CPU optimizer.</p>`;
+      }
       if (r.kv_cache) {
         body += `<p data-testid="kv">KV cache ${escapeHtml(size(r.kv_cache.bytes, unit))} (${count(r.kv_cache.bytes_per_token)} bytes per token per sequence)${r.kv_cache.capacity_tokens !== undefined ? `; room for ${count(r.kv_cache.capacity_tokens)} tokens = ${count(r.kv_cache.concurrent_sequences)} sequences of this length at once` : ''}.</p>`;
       }
     }
-    const chart = ranks.length ? chartHtml(ranks, usable, unit) + explanations(ranks) : '';
+    let chart = ranks.length ? chartHtml(ranks, usable, unit) + explanations(ranks) : '';
+    if (r.offload) {
+      chart += hostChartHtml(r.offload, { host: r.cluster.host_ram_bytes ?? 0, nvme: r.cluster.nvme_bytes ?? 0 }, unit);
+    }
     const notes = (r.notes ?? []).filter((n) => typeof n === 'string').map((n) => `<li>${escapeHtml(n)}</li>`).join('');
     $('.result').innerHTML = `${title}${warnings}${body}${chart}${notes ? `<details class="notes"><summary>Notes</summary><ul>${notes}</ul></details>` : ''}`;
     $('.result').setAttribute('aria-busy', 'false');

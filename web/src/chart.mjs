@@ -1,5 +1,6 @@
-// A stacked bar per distinct GPU rank (SVG), the capacity as a line, values on hover, and the
-// same numbers in an accessible table.
+// Stacked bars (SVG): one per distinct GPU rank against the GPU's capacity, and for offloaded
+// runs host RAM and NVMe per node against their budgets; values on hover, and the same numbers
+// in an accessible table.
 import { componentInfo } from './components.mjs';
 import { escapeHtml, size } from './format.mjs';
 
@@ -8,37 +9,58 @@ function rankLabel(rank) {
   return first === last ? `GPU ${first}` : `GPUs ${first}–${last}`;
 }
 
-export function chartHtml(ranks, capacityBytes, unit) {
-  const names = [...new Set(ranks.flatMap((r) => Object.keys(r.components)))];
-  const top = Math.max(capacityBytes, ...ranks.map((r) => r.peak_bytes)) * 1.08;
+// bars: [{label, components: {name: bytes}, total, capacity (0: none)}].
+function barsHtml(bars, unit, caption, testid) {
+  const names = [...new Set(bars.flatMap((b) => Object.keys(b.components)))];
+  const top = Math.max(...bars.map((b) => Math.max(b.capacity, b.total)), 1) * 1.08;
   const width = 640;
   const barHeight = 26;
-  const gap = 14;
-  const labelWidth = 110;
-  const height = ranks.length * (barHeight + gap) + 24;
+  const gap = 22;
+  const labelWidth = 120;
+  const height = bars.length * (barHeight + gap) + 8;
   const scale = (bytes) => (bytes / top) * (width - labelWidth - 80);  // room for the total
-  const bars = ranks.map((rank, i) => {
+  const rows = bars.map((bar, i) => {
     const y = i * (barHeight + gap) + 4;
     let x = labelWidth;
-    const parts = Object.entries(rank.components).filter(([, b]) => b > 0).map(([name, bytes]) => {
+    const parts = Object.entries(bar.components).filter(([, b]) => b > 0).map(([name, bytes]) => {
       const w = scale(bytes);
-      const rect = `<rect x="${x.toFixed(1)}" y="${y}" width="${Math.max(w, 0.5).toFixed(1)}" height="${barHeight}" fill="${componentInfo(name).color}"><title>${escapeHtml(`${rankLabel(rank)} · ${name}: ${size(bytes, unit)}`)}</title></rect>`;
+      const rect = `<rect x="${x.toFixed(1)}" y="${y}" width="${Math.max(w, 0.5).toFixed(1)}" height="${barHeight}" fill="${componentInfo(name).color}"><title>${escapeHtml(`${bar.label} · ${name}: ${size(bytes, unit)}`)}</title></rect>`;
       x += w;
       return rect;
     }).join('');
-    return `<text x="0" y="${y + barHeight / 2 + 4}" class="axis">${escapeHtml(rankLabel(rank))}</text>${parts}`
-      + `<text x="${(x + 4).toFixed(1)}" y="${y + barHeight / 2 + 4}" class="axis">${escapeHtml(size(rank.peak_bytes, unit))}</text>`;
+    let capacity = '';
+    if (bar.capacity > 0) {
+      const cx = labelWidth + scale(bar.capacity);
+      capacity = `<line x1="${cx.toFixed(1)}" x2="${cx.toFixed(1)}" y1="${y - 3}" y2="${y + barHeight + 3}" class="capacity"><title>${escapeHtml(`capacity ${size(bar.capacity, unit)}`)}</title></line>`
+        + `<text x="${(cx - 3).toFixed(1)}" y="${y + barHeight + 15}" class="axis small" text-anchor="end">${escapeHtml(`capacity ${size(bar.capacity, unit)}`)}</text>`;
+    }
+    return `<text x="0" y="${y + barHeight / 2 + 4}" class="axis">${escapeHtml(bar.label)}</text>${parts}`
+      + `<text x="${(x + 4).toFixed(1)}" y="${y + barHeight / 2 + 4}" class="axis">${escapeHtml(size(bar.total, unit))}</text>${capacity}`;
   }).join('');
-  const cx = labelWidth + scale(capacityBytes);
-  const capacity = `<line x1="${cx.toFixed(1)}" x2="${cx.toFixed(1)}" y1="0" y2="${height - 16}" class="capacity"/>`
-    + `<text x="${(cx - 4).toFixed(1)}" y="${height - 4}" class="axis" text-anchor="end">capacity ${escapeHtml(size(capacityBytes, unit))}</text>`;
   const legend = names.map((n) => `<li><svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"><rect width="10" height="10" fill="${componentInfo(n).color}"/></svg>${escapeHtml(n)}</li>`).join('');
-  const head = `<tr><th>Component</th>${ranks.map((r) => `<th class="num">${escapeHtml(rankLabel(r))}</th>`).join('')}</tr>`;
-  const rows = names.map((n) => `<tr><td>${escapeHtml(n)}</td>${ranks.map((r) => `<td class="num">${r.components[n] === undefined ? '–' : escapeHtml(size(r.components[n], unit))}</td>`).join('')}</tr>`).join('');
-  const total = `<tr class="total"><td>peak</td>${ranks.map((r) => `<td class="num">${escapeHtml(size(r.peak_bytes, unit))}</td>`).join('')}</tr>`;
+  const head = `<tr><th>Component</th>${bars.map((b) => `<th class="num">${escapeHtml(b.label)}</th>`).join('')}</tr>`;
+  const body = names.map((n) => `<tr><td>${escapeHtml(n)}</td>${bars.map((b) => `<td class="num">${b.components[n] === undefined ? '–' : escapeHtml(size(b.components[n], unit))}</td>`).join('')}</tr>`).join('');
+  const total = `<tr class="total"><td>total</td>${bars.map((b) => `<td class="num">${escapeHtml(size(b.total, unit))}</td>`).join('')}</tr>`;
   return `<figure class="chart">
-      <svg viewBox="0 0 ${width} ${height}" role="img" aria-label="Memory per GPU by component; the table below has the values">${bars}${capacity}</svg>
+      <svg viewBox="0 0 ${width} ${height}" role="img" aria-label="${escapeHtml(caption)}; the table below has the values">${rows}</svg>
       <ul class="legend">${legend}</ul>
     </figure>
-    <table data-testid="components"><caption>Memory per GPU by component</caption><thead>${head}</thead><tbody>${rows}${total}</tbody></table>`;
+    <table data-testid="${testid}"><caption>${escapeHtml(caption)}</caption><thead>${head}</thead><tbody>${body}${total}</tbody></table>`;
+}
+
+export function chartHtml(ranks, capacityBytes, unit) {
+  const bars = ranks.map((r) => ({ label: rankLabel(r), components: r.components, total: r.peak_bytes, capacity: capacityBytes }));
+  return barsHtml(bars, unit, 'Memory per GPU by component', 'components');
+}
+
+// An offloaded step's host side per node: components per GPU times the GPUs of a node.
+export function hostChartHtml(offload, budgets, unit) {
+  const perNode = offload.host_bytes_per_gpu > 0 ? offload.host_bytes_per_node / offload.host_bytes_per_gpu
+    : offload.nvme_bytes_per_gpu > 0 ? offload.nvme_bytes_per_node / offload.nvme_bytes_per_gpu : 1;
+  const scaled = (parts) => Object.fromEntries(Object.entries(parts).map(([k, v]) => [k, v * perNode]));
+  const bars = [
+    { label: 'Host RAM / node', components: scaled(offload.host), total: offload.host_bytes_per_node, capacity: budgets.host },
+    { label: 'NVMe / node', components: scaled(offload.nvme), total: offload.nvme_bytes_per_node, capacity: budgets.nvme },
+  ];
+  return barsHtml(bars, unit, 'Host RAM and NVMe per node by component', 'host');
 }

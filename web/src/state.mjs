@@ -38,6 +38,12 @@ export const FIELDS = {
   new: { default: '256' },
   kv: { default: 'auto', choices: ['auto', 'dynamic', 'static', 'paged'] },
   kvdtype: { default: 'auto', choices: ['auto', 'bf16', 'fp16', 'fp8', 'int8'] },
+  oopt: { default: 'none', choices: ['none', 'cpu', 'nvme'] },  // offload: optimizer
+  oparams: { default: 'none', choices: ['none', 'cpu', 'nvme'] },
+  ograd: { default: 'none', choices: ['none', 'cpu', 'nvme'] },
+  oact: { default: 'none', choices: ['none', 'cpu', 'nvme'] },
+  ram: { default: '' },   // host RAM per node in GiB ('' = not checked)
+  disk: { default: '' },  // NVMe per node in GiB ('' = not checked)
   metric: { default: 'device_used', choices: ['device_used', 'reserved', 'allocated'] },
   unit: { default: 'gib', choices: ['gib', 'gb'] },
 };
@@ -87,6 +93,9 @@ function cluster(state) {
   const total = typeof perNode === 'number' && typeof nodes === 'number' ? perNode * nodes : perNode;
   const out = { gpu, gpus: total };
   if (nodes !== 1) out.gpus_per_node = perNode;
+  const gib = (text) => (Number(text) > 0 ? Math.round(Number(text) * 2 ** 30) : text);
+  if (state.ram !== '') out.host_ram_bytes = gib(state.ram);
+  if (state.disk !== '') out.nvme_bytes = gib(state.disk);
   return out;
 }
 
@@ -134,6 +143,10 @@ export function requestFor(state, model) {
   request.workload = state.phase === 'inference' ? inferenceWorkload(state) : trainingWorkload(state, plan);
   if (!plan) {
     request.parallel = { method: state.method };
+    const offload = { optimizer: state.oopt, params: state.oparams, gradients: state.ograd, activations: state.oact };
+    if (state.phase === 'train' && request.mode !== 'llmem' && Object.values(offload).some((t) => t !== 'none')) {
+      request.parallel.offload = Object.fromEntries(Object.entries(offload).filter(([, t]) => t !== 'none'));
+    }
     if (state.metric !== 'device_used' && request.mode !== 'llmem') request.metric = state.metric;
   }
   return request;
@@ -152,6 +165,8 @@ export function cliFor(request) {
   args.push('--gpu', typeof gpu === 'string' ? gpu : gpu.preset);
   args.push('--gpus', String(request.cluster.gpus));
   if (request.cluster.gpus_per_node) args.push('--gpus-per-node', String(request.cluster.gpus_per_node));
+  if (request.cluster.host_ram_bytes) args.push('--host-ram-gib', String(request.cluster.host_ram_bytes / 2 ** 30));
+  if (request.cluster.nvme_bytes) args.push('--nvme-gib', String(request.cluster.nvme_bytes / 2 ** 30));
   if (request.mode) args.push('--mode', request.mode);
   if (request.parallel) args.push('--method', request.parallel.method);
   const flags = [['phase', 'phase'], ['micro_batch', 'micro-batch'], ['seq_len', 'seq-len'],
@@ -164,6 +179,7 @@ export function cliFor(request) {
   if (w.lora) args.push('--lora-r', String(w.lora.r), '--lora-targets', w.lora.targets.join(','));
   if (w.kv_cache?.kind) args.push('--kv-cache', w.kv_cache.kind);
   if (w.kv_cache?.dtype) args.push('--kv-dtype', w.kv_cache.dtype);
+  for (const [state, target] of Object.entries(request.parallel?.offload ?? {})) args.push(`--offload-${state}`, target);
   if (request.metric) args.push('--metric', request.metric);
   if (typeof gpu !== 'string') args.push('# custom GPU: use gpumem run --request with the JSON request');
   return args.map((a) => (a.startsWith('#') ? a : shellQuote(a))).join(' ');
