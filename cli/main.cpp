@@ -530,6 +530,10 @@ int validate_command(const arguments& args) {
     std::cout << "  trust " << trust << ": n " << t["n"] << ", median |error| "
               << percent(t["median_abs_rel_error"]) << "\n";
   }
+  if (r["host"]["n"].get<std::size_t>() > 0) {
+    std::cout << "  host RAM of offloaded points: n " << r["host"]["n"] << ", median |error| "
+              << percent(r["host"]["median_abs_rel_error"]) << "\n";
+  }
   std::size_t unread = 0;
   for (const auto& p : r["points"]) unread += !p["scored"].get<bool>();
   std::cout << unread << " memory points not read yet (--json lists why)\n\n";

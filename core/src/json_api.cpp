@@ -472,6 +472,11 @@ std::string validate_command(const json& request) {
       if (p.kind == "peak") entry["relative_error"] = p.relative_error;
       if (p.kind != "peak") entry["bound_correct"] = p.bound_correct;
     }
+    if (p.host_scored) {
+      entry["measured_host_gib"] = p.measured_host_gib;
+      entry["estimated_host_gib"] = p.estimated_host_gib;
+      entry["host_relative_error"] = p.host_relative_error;
+    }
     memory_points.push_back(std::move(entry));
   }
   ordered_json by_phase = ordered_json::object();
@@ -484,6 +489,7 @@ std::string validate_command(const json& request) {
                          {"by_phase", std::move(by_phase)},
                          {"by_finetune", std::move(by_finetune)},
                          {"by_trust", std::move(by_trust)},
+                         {"host", summary_json(memory.host)},
                          {"points", std::move(memory_points)},
                          {"step_time",
                           {{"summary", summary_json(report.summary)},

@@ -7,6 +7,7 @@
 
 #include "gpumem/config_parser.hpp"
 #include "gpumem/inference_step.hpp"
+#include "gpumem/offload.hpp"
 #include "gpumem/param_count.hpp"
 #include "gpumem/step_time.hpp"
 #include "gpumem/training_step.hpp"
@@ -426,6 +427,7 @@ memory_report validate_memory(const json& points) {
   std::map<std::string, std::vector<double>> by_phase;
   std::map<std::string, std::vector<double>> by_finetune;
   std::map<std::string, std::vector<double>> by_trust;
+  std::vector<double> host_errors;
   if (!points.is_array()) return report;
   for (const auto& p : points) {
     if (!p.is_object()) continue;
@@ -514,6 +516,20 @@ memory_report validate_memory(const json& points) {
     // Offloaded runs are reported apart (their own phase key), outside the overall summary.
     const bool offloaded = !inference && config.offload.any();
     if (offloaded) out.phase += " (offload)";
+    if (offloaded && p.value("measured_host_gib", json()).is_number()) {
+      // The host side of the same replay, per rank (the process a host figure describes).
+      auto e = estimate_training_step(spec.value(), config, gpu);
+      if (e.ok()) {
+        out.host_scored = true;
+        out.measured_host_gib = p.at("measured_host_gib").get<double>();
+        out.estimated_host_gib =
+            static_cast<double>(offload_footprint(spec.value(), config, e.value()).host_bytes) /
+            (1ULL << 30);
+        out.host_relative_error =
+            (out.estimated_host_gib - out.measured_host_gib) / out.measured_host_gib;
+        host_errors.push_back(std::fabs(out.host_relative_error));
+      }
+    }
     if (out.kind == "peak") {
       out.relative_error = (out.estimated_gib - out.measured_gib) / out.measured_gib;
       by_phase[out.phase].push_back(std::fabs(out.relative_error));
@@ -531,6 +547,7 @@ memory_report validate_memory(const json& points) {
     report.points.push_back(out);
   }
   report.summary = summarize(all);
+  report.host = summarize(host_errors);
   for (const auto& [k, e] : by_phase) report.by_phase.emplace_back(k, summarize(e));
   for (const auto& [k, e] : by_finetune) report.by_finetune.emplace_back(k, summarize(e));
   for (const auto& [k, e] : by_trust) report.by_trust.emplace_back(k, summarize(e));

@@ -55,6 +55,11 @@ struct memory_point {
   double estimated_gib = 0;
   double relative_error = 0;
   bool bound_correct = false;  // bounds only
+  // Offloaded points with a measured host-RAM figure: the estimate per rank (offload.hpp).
+  bool host_scored = false;
+  double measured_host_gib = 0;
+  double estimated_host_gib = 0;
+  double host_relative_error = 0;
 };
 
 struct memory_report {
@@ -65,6 +70,7 @@ struct memory_report {
   std::vector<std::pair<std::string, error_summary>> by_phase;
   std::vector<std::pair<std::string, error_summary>> by_finetune;
   std::vector<std::pair<std::string, error_summary>> by_trust;  // low-trust points apart
+  error_summary host;  // host RAM of offloaded points, apart from the GPU figures
 };
 
 // Scores the detailed estimator's GPU peak on the points it models (single-GPU training and
