@@ -143,3 +143,40 @@ test('an inference plan picks the fewest GPUs that serve the request', () => {
   assert.equal(plan.choice.method, 'tensor_parallel');
   assert.equal(plan.candidates[0].fits, false);
 });
+
+test('inference and offload requests with extreme or wrong values answer, never abort', () => {
+  const base = { command: 'estimate', model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'h100-sxm' } };
+  const inference = (workload, extra = {}) => ({ ...base, ...extra, workload: { phase: 'inference', ...workload } });
+  const requests = [
+    inference({ micro_batch: 1048576, seq_len: 134217728, new_tokens: 134217728 }),
+    inference({ micro_batch: 1048576, seq_len: 100000, attention: 'eager' }, { solve: 'max_batch' }),
+    inference({ micro_batch: 4096, new_tokens: 1 }, { solve: 'max_context' }),
+    inference({ weights: 'gguf_q2_k', framework: 'llama_cpp', micro_batch: 4096, seq_len: 1000000 }),
+    inference({ framework: 'vllm', kv_cache: { gpu_memory_utilization: 0.01, block_size: 1024 } }),
+    inference({ kv_cache: { tokens: 134217728 }, seq_len: 1 }),
+    inference({ group_size: 1, weights: 'gptq_4bit' }),
+    inference({}, { parallel: { method: 'tensor_parallel' }, cluster: { gpu: 'h100-sxm', gpus: 65536 } }),
+    inference({}, { parallel: { method: 'pipeline' }, cluster: { gpu: 'h100-sxm', gpus: 65536 } }),
+    { ...base, parallel: { method: 'zero3', offload: { optimizer: 'nvme', params: 'nvme', activations: 'nvme' } },
+      cluster: { gpu: 'h100-sxm', host_ram_bytes: 1, nvme_bytes: 1, nvme_read_bytes_per_s: 1e7 },
+      workload: { micro_batch: 1048576, seq_len: 131072 } },
+    { ...base, parallel: { method: 'zero3', offload: [] }, workload: { micro_batch: 1 } },
+    { ...base, parallel: { method: 'single', offload: { optimizer: 'cpu' } }, workload: { micro_batch: 1 } },
+  ];
+  for (const request of requests) {
+    const text = JSON.stringify({ api_version: 1, ...request });
+    let response;
+    try {
+      response = gpumem.request(text);
+    } catch (error) {
+      assert.ok(error instanceof GpumemError, `${text}: ${error}`);
+      assert.ok(error.field !== undefined && error.message.length > 0);
+      continue;
+    }
+    const r = response.result;
+    for (const value of [r.peak_bytes, r.allocated_bytes, r.reserved_bytes]) {
+      assert.ok(Number.isFinite(value) && value >= 0, text);
+    }
+  }
+  assert.equal(gpumem.params('gpt2').total_params, 124439808);
+});
