@@ -13,6 +13,12 @@ constexpr std::uint64_t param_buffer_count = 5;
 constexpr std::uint64_t param_buffer_elements = 100000000;
 constexpr std::uint64_t optimizer_buffer_count = 4;
 constexpr std::uint64_t sub_group_elements = 1000000000;
+// offload_param.max_in_cpu: parameter elements kept in host memory while the rest live on
+// NVMe (default 1e9).
+constexpr std::uint64_t max_in_cpu_elements = 1000000000;
+// The async I/O engine's pinned blocks per swapper: aio block_size 1 MiB x queue_depth 8 x
+// thread_count 1 (deepspeed/runtime/swap_tensor/aio_config.py defaults).
+constexpr std::uint64_t aio_buffer_bytes = 1048576ULL * 8 * 1;
 
 bool is_pure(compute_precision c) {
   return c == compute_precision::pure_bf16 || c == compute_precision::pure_fp16;
@@ -49,8 +55,10 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
   // every method that offloads) and of all stored parameter bytes.
   const std::uint64_t trainable = (estimate.trainable_params + n - 1) / n;
   std::uint64_t stored = 0;
+  std::uint64_t elements = 0;
   for (const auto& t : spec.tensors) {
     const std::uint64_t local = tensor_parallel_numel(t, tp);
+    elements += local;
     const bool quantized = !full && config.quantization != base_quantization::none &&
                            t.layer >= 0 && !t.is_bias &&
                            (t.module == module_kind::linear || t.module == module_kind::conv1d);
@@ -60,6 +68,7 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
     stored += quantized ? quantized_weight_bytes(local, config.quantization) : local * bytes;
   }
   stored = (stored + n - 1) / n;
+  elements = (elements + n - 1) / n;
   const std::uint64_t grad_bytes = pure ? 2 : 4;  // fp32 gradient partition beside fp32 masters
   // The host optimizer steps fp32 master weights of a mixed-precision model, unless the
   // offloaded parameters are fp32 already (FSDP CPUOffload of an fp32 model).
@@ -95,8 +104,9 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
     place(off.optimizer, "optimizer_states", host_state_bytes(config.optimizer) * trainable, false);
     f.cpu_optimizer_params = static_cast<double>(trainable);
     if (off.optimizer == offload_target::nvme) {
-      staging("optimizer_swap_buffers",
-              optimizer_buffer_count * std::min(trainable, sub_group_elements) * 4);
+      staging(
+          "optimizer_swap_buffers",
+          optimizer_buffer_count * std::min(trainable, sub_group_elements) * 4 + aio_buffer_bytes);
       const std::uint64_t swapped_grads = grads_target == offload_target::nvme ? grad_bytes : 0;
       const double swapped =
           static_cast<double>((master ? 4 : 0) + host_state_bytes(config.optimizer) +
@@ -117,7 +127,11 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
     place(off.params, "parameters", stored, false);
     f.pcie_bytes += 2.0 * static_cast<double>(stored);
     if (off.params == offload_target::nvme) {
-      staging("parameter_swap_buffers", param_buffer_count * param_buffer_elements * 2);
+      staging("parameter_swap_buffers",
+              param_buffer_count * param_buffer_elements * 2 + aio_buffer_bytes);
+      // Up to max_in_cpu elements stay in host memory (16-bit).
+      place(offload_target::cpu, "parameters_in_cpu", std::min(elements, max_in_cpu_elements) * 2,
+            false);
       f.nvme_read_bytes += 2.0 * static_cast<double>(stored);
       if (full) f.nvme_write_bytes += static_cast<double>(stored);
     }

@@ -91,10 +91,13 @@ TEST_CASE("ZeRO-Infinity: parameters and optimizer states on NVMe, staged throug
   CHECK(part(f.nvme, "parameters") == 2 * params_1b);
   CHECK(part(f.nvme, "gradients") == 4 * params_1b);  // swapped with their sub-group's states
   // DeepSpeed's defaults: 4 optimizer buffers of one sub-group (at most 1e9 fp32 elements),
-  // 5 parameter buffers of 1e8 16-bit elements.
-  CHECK(part(f.host, "optimizer_swap_buffers") == 4ULL * 1000000000 * 4);
-  CHECK(part(f.host, "parameter_swap_buffers") == 5ULL * 100000000 * 2);
-  CHECK(f.pinned_bytes == 4ULL * 1000000000 * 4 + 5ULL * 100000000 * 2);
+  // 5 parameter buffers of 1e8 16-bit elements; each swapper's aio blocks (1 MiB x queue depth
+  // 8 x 1 thread); up to max_in_cpu (1e9) parameters kept in host memory.
+  const std::uint64_t aio = 1048576ULL * 8;
+  CHECK(part(f.host, "optimizer_swap_buffers") == 4ULL * 1000000000 * 4 + aio);
+  CHECK(part(f.host, "parameter_swap_buffers") == 5ULL * 100000000 * 2 + aio);
+  CHECK(part(f.host, "parameters_in_cpu") == 2 * 1000000000ULL);
+  CHECK(f.pinned_bytes == 4ULL * 1000000000 * 4 + 5ULL * 100000000 * 2 + 2 * aio);
   CHECK(f.nvme_read_bytes == doctest::Approx(16.0 * params_1b + 4.0 * params_1b));
   CHECK(f.nvme_write_bytes == doctest::Approx(16.0 * params_1b + 2.0 * params_1b));
 
