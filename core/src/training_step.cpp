@@ -51,6 +51,8 @@ struct block_memory {
   std::uint64_t transient = 0;               // extra bytes alive at the block's busiest moment
   std::uint64_t backward_transient = 0;      // gradient temporaries during its backward
   std::uint64_t adapter_backward = 0;        // DoRA's, while its attention or MLP is stepped back
+  // Inputs of its 4-bit linears, which bitsandbytes holds beyond the backward (ctx.tensors).
+  std::uint64_t retained = 0;
 };
 
 struct step_context {
@@ -267,6 +269,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   feed(linear_role::attention_in, y1_bytes, y1_shared);
   if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
   if (y1_shared) m.saved.push_back(y1_bytes * th * h);
+  if (ctx.quantized) m.retained += y1_bytes * th * h;
   // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
   if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
 
@@ -309,6 +312,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   bool o_shared = false;
   feed(linear_role::attention_out, c, o_shared);
   if (o_shared) m.saved.push_back(c * t * q);
+  if (ctx.quantized) m.retained += c * t * q;
 
   // 4. MLP, after a second norm unless attention and MLP run in parallel.
   std::uint64_t mlp_in_bytes = y1_bytes;
@@ -320,6 +324,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     bool y2_shared = false;
     feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
     if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
+    if (ctx.quantized) m.retained += mlp_in_bytes * th * h;
   }
   const std::uint64_t i = spec.intermediate_size / ctx.tp;
   if (spec.gated_mlp) {
@@ -334,6 +339,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   bool down_shared = false;
   feed(linear_role::mlp_out, c, down_shared);
   if (down_shared) m.saved.push_back(c * t * i);
+  if (ctx.quantized) m.retained += c * t * i;
   if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
 
   // Busiest moment besides what is saved: the MLP product before down-projection and the
@@ -713,6 +719,14 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       config.framework != framework_profile::torchtune;
   std::vector<std::vector<int>> unsynced(spec.layers.size() + 1);  // by layer + 1
   std::vector<int> grads;
+  // litgpt's fit loop keeps the last iteration's logits and loss (and so its graph) until the
+  // next forward returns (finetune/lora.py: `logits = model(...)`); bitsandbytes' MatMul4Bit
+  // holds its input in ctx.tensors, outside the saved tensors autograd frees in backward
+  // (bitsandbytes < 0.45 autograd/_functions.py; later versions keep (None, B)), so the inputs of
+  // every 4-bit linear stay alive from their backward until the next forward has run.
+  const bool inputs_outlive_backward =
+      ctx.quantized && config.framework == framework_profile::litgpt;
+  std::vector<int> previous_graph;  // the inputs held by the last iteration's graph
   for (int pass = 0; pass < steps * micro_steps; ++pass) {
     const int step = pass / micro_steps + 1;
     const bool first_micro = pass % micro_steps == 0;
@@ -796,6 +810,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         // (_FabricModule.forward convert_output); fit() holds them through backward, and
         // chunked_cross_entropy keeps each chunk's fp32 log-softmax.
         kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
+        // model() has returned: `logits` is reassigned and the last iteration's graph dies.
+        for (int id : previous_graph) tl.free(id);
+        previous_graph.clear();
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
       } else if (config.framework == framework_profile::torchtune) {
         // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
@@ -951,6 +968,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       tl.free(busy);
       for (int id : recomputed) tl.free(id);
       for (int id : saved[l]) tl.free(id);
+      if (inputs_outlive_backward && b.retained > 0)
+        previous_graph.push_back(tl.allocate(b.retained, cat::activations));
       tl.free(gathered[l]);
       gathered[l] = -1;
     }

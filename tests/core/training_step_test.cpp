@@ -337,3 +337,33 @@ TEST_CASE("gradient accumulation under FSDP keeps every unit's unsharded gradien
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("litgpt QLoRA: bitsandbytes' 4-bit inputs live on into the next step's forward") {
+  auto spec = llama_1b();  // 16 blocks, hidden 2048, MLP 8192
+  REQUIRE(spec.ok());
+  spec.value().vocab_size = 1024;  // small logits: the peak is where activations are
+  training_config c = lora_qv();
+  c.framework = framework_profile::litgpt;
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 4;
+  c.seq_len = 1024;
+  c.grad_ckpt = true;  // only block inputs are saved: what bitsandbytes holds stands out
+  auto bf16 = estimate_training_step(spec.value(), c, gpu_spec{});
+  c.quantization = base_quantization::nf4;
+  auto nf4 = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(bf16.ok());
+  REQUIRE(nf4.ok());
+  // The last step's inputs of every 4-bit linear (recomputed in backward; at least the MLP down
+  // projection's, T x 8192 in bf16, in each of the 16 blocks) are alive in the next forward.
+  const double tokens = 4.0 * 1024;
+  const double held = 16 * tokens * 8192 * 2;
+  CHECK(at_peak(nf4.value(), memory_category::activations) -
+            at_peak(bf16.value(), memory_category::activations) >=
+        held);
+}
+
+}  // namespace
+}  // namespace gpumem
