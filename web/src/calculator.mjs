@@ -191,6 +191,12 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
     }
     const inference = state.phase === 'inference';
     const llmem = state.mode === 'llmem' && !inference;
+    // The methods the chosen estimator takes.
+    const methods = inference ? ['auto', 'single', 'tensor_parallel', 'pipeline']
+      : llmem ? ['auto', 'single', 'cdp', 'adp', 'tp']
+        : ['auto', 'single', 'ddp', 'zero1', 'zero2', 'zero3', 'fsdp_full_shard', 'fsdp_shard_grad_op',
+          'tensor_parallel', 'pipeline'];
+    for (const option of $('#gm-method').options) option.hidden = !methods.includes(option.value);
     for (const el of root.querySelectorAll('[data-field]')) {
       const key = el.dataset.field;
       let hidden = (inference && TRAIN_ONLY.includes(key)) || (!inference && INFERENCE_ONLY.includes(key));
