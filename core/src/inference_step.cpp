@@ -66,16 +66,24 @@ matrix_dims local_matrix(const tensor_spec& t, std::uint64_t tp) {
   return {1, numel / in, in};
 }
 
-// Quantised formats replace the blocks' linear layers (transformers' replace_with_bnb_linear,
-// GPTQ/AWQ checkpoints, vLLM's quantised linear methods); embeddings, norms and biases stay in
+// Quantised formats replace the blocks' linear layers and experts (transformers'
+// replace_with_bnb_linear, GPTQ/AWQ checkpoints, vLLM's quantised linear methods); embeddings,
+// norms and biases stay in
 // the compute dtype, and so does the LM head (transformers get_keys_to_not_convert), except in
 // litgpt, whose Fabric BitsandbytesPrecision converts every nn.Linear.
 bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
   if (is_dense(c.weights.format) || t.is_bias || t.shape.size() < 2) return false;
   if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt;
   if (t.layer < 0) return false;
+  // transformers fuses routed experts into 3-D parameters, which bitsandbytes (replacing
+  // nn.Linear modules only) leaves in 16 bits; GPTQ/AWQ/fp8 checkpoints and vLLM's FusedMoE
+  // quantise them.
+  const bool bitsandbytes =
+      c.weights.format == weight_format::int8 || is_bitsandbytes_4bit(c.weights.format);
+  if (t.role == tensor_role::routed_experts)
+    return !(bitsandbytes && c.framework == serving_framework::transformers);
   return t.module == module_kind::linear || t.module == module_kind::conv1d ||
-         t.role == tensor_role::routed_experts || t.role == tensor_role::shared_experts;
+         t.role == tensor_role::shared_experts;
 }
 
 std::uint64_t stored_bytes(const tensor_spec& t, const model_spec& spec, const inference_config& c,

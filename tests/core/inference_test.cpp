@@ -220,6 +220,27 @@ TEST_CASE("bitsandbytes 4-bit prefill dequantises one weight at a time; litgpt t
   CHECK(a[static_cast<std::size_t>(memory_category::activations)] >= 4 * head);
 }
 
+TEST_CASE("MoE experts: bitsandbytes in transformers leaves the fused experts in 16 bits") {
+  const auto spec = preset("mistralai/Mixtral-8x7B-v0.1");
+  REQUIRE(spec.ok());
+  std::uint64_t experts = 0;
+  for (const auto& t : spec.value().tensors) {
+    if (t.role == tensor_role::routed_experts) experts += t.numel();
+  }
+  inference_config c;
+  c.weights.format = weight_format::nf4;
+  c.prompt_tokens = 8;
+  auto transformers = estimate_inference(spec.value(), c, gpu_with(192 * gib));
+  c.framework = serving_framework::vllm;
+  c.kv = kv_cache_kind::paged;
+  c.weights.format = weight_format::awq_4bit;
+  auto vllm = estimate_inference(spec.value(), c, gpu_with(192 * gib));
+  REQUIRE(transformers.ok());
+  REQUIRE(vllm.ok());
+  CHECK(transformers.value().weight_bytes > 2 * experts);  // experts at 2 bytes each
+  CHECK(vllm.value().weight_bytes < experts);              // about half a byte each
+}
+
 TEST_CASE("SDPA's math kernel: Falcon-7B's single K/V head in transformers, fp32 GQA") {
   const auto falcon = preset("tiiuae/falcon-7b");     // 71 query heads, 1 K/V head
   const auto falcon40 = preset("tiiuae/falcon-40b");  // 128 query heads, 8 K/V heads (broadcast)
