@@ -350,8 +350,33 @@ block_memory block(const step_context& ctx, int layer_index) {
   return m;
 }
 
+// What the output layer projects and the loss reads: every position onto the (rank's share of
+// the) vocabulary for language-model heads; for BERT's classification heads the pooled first
+// token (sequence classification) or every token (token classification, question answering:
+// start and end) onto the classifier's outputs (transformers BertFor* forward).
+struct output_shape {
+  std::uint64_t rows = 0;
+  std::uint64_t cols = 0;
+};
+output_shape output_of(const model_spec& spec, const training_config& config, std::uint64_t v) {
+  const std::uint64_t tokens = config.micro_batch * config.seq_len;
+  if (spec.causal || spec.architecture.find("MaskedLM") != std::string::npos ||
+      spec.architecture.find("PreTraining") != std::string::npos) {
+    return {tokens, v};
+  }
+  std::uint64_t labels = 2;
+  for (const auto& t : spec.tensors) {
+    if (t.role == tensor_role::task_head && !t.is_bias && t.shape.size() == 2 &&
+        t.name.find("pooler") == std::string::npos)
+      labels = t.shape[0];
+  }
+  const bool pooled = spec.architecture.find("SequenceClassification") != std::string::npos ||
+                      spec.architecture == "BertModel";
+  return {pooled ? config.micro_batch : tokens, labels};
+}
+
 bool supported(const model_spec& spec) {
-  if (spec.encoder_decoder || !spec.causal || spec.moe.num_experts > 0 || spec.mla) return false;
+  if (spec.encoder_decoder || spec.moe.num_experts > 0 || spec.mla) return false;
   return true;
 }
 
@@ -499,7 +524,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   if (!supported(spec)) {
     return error{
         "mode.unsupported_model", "model",
-        "[model] the detailed training estimator covers dense decoder-only models so far; " +
+        "[model] the detailed training estimator covers dense decoders and encoders so far; " +
             spec.architecture + " is not one"};
   }
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
@@ -690,6 +715,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const std::uint64_t th = ctx.h_tokens;
   const std::uint64_t h = spec.hidden_size;
   const std::uint64_t v = ceil_div(spec.vocab_size, tp);  // vocabulary-parallel LM head
+  const output_shape output = output_of(spec, config, v);
   const std::uint64_t e = spec.embedding_dim;
 
   // torchtune's single-device full fine-tuning recipes step each parameter inside backward
@@ -797,7 +823,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     std::vector<int> head;
     int log_softmax = -1;
     int kept_logits = -1;  // logits the framework keeps referenced into the backward
-    const std::uint64_t tv = t_tokens * v;
+    const std::uint64_t tv = output.rows * output.cols;
     if (last_stage) {
       tl.phase("loss");
       head.push_back(tl.allocate(4 * th * h, cat::activations));
@@ -935,11 +961,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
       // makes another while that one and its saved output are alive; then the gradient is cast
       // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data).
-      const int grad_nll = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
-      const int grad_logits = tl.allocate(4 * t_tokens * v, cat::logits_and_loss);
+      const int grad_nll = tl.allocate(4 * tv, cat::logits_and_loss);
+      const int grad_logits = tl.allocate(4 * tv, cat::logits_and_loss);
       tl.free(grad_nll);
       tl.free(log_softmax);
-      const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * t_tokens * v, cat::logits_and_loss);
+      const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
       tl.free(grad_logits);
       tl.free(kept_logits);
       grads_for(-1);  // LM head and embeddings (outside the blocks)

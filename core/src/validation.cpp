@@ -462,7 +462,12 @@ memory_report validate_memory(const json& points) {
     if (model_config.is_object() && model_config.value("model_type", json()) == "falcon" &&
         model_config.contains("num_key_value_heads") && !model_config.contains("num_kv_heads"))
       model_config["num_kv_heads"] = model_config["num_key_value_heads"];
-    auto spec = parse_model_config(model_config, {}, "model.config");
+    // The format gives `num_labels` for BERT sequence classification (validation README).
+    model_options options;
+    if (model_config.is_object() && model_config.value("model_type", json()) == "bert" &&
+        model_config.contains("num_labels") && !model_config.contains("architectures"))
+      options.task_head = "sequence_classification";
+    auto spec = parse_model_config(model_config, options, "model.config");
     if (!spec.ok()) {
       skip("model config: " + spec.failure().message);
       continue;

@@ -367,3 +367,35 @@ TEST_CASE("litgpt QLoRA: bitsandbytes' 4-bit inputs live on into the next step's
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("BERT: an encoder trains; a classification head has no vocabulary-wide logits") {
+  const auto presets = test::read_presets();
+  model_options masked;
+  masked.task_head = "masked_lm";
+  model_options classifier;
+  classifier.task_head = "sequence_classification";
+  classifier.num_labels = 3;
+  const auto config = presets.at("bert-large-uncased").at("config");
+  const auto mlm = parse_model_config(config, masked, "c");
+  const auto cls = parse_model_config(config, classifier, "c");
+  REQUIRE(mlm.ok());
+  REQUIRE(cls.ok());
+  training_config c;
+  c.micro_batch = 4;
+  c.seq_len = 512;
+  c.compute = compute_precision::fp32;
+  auto a = estimate_training_step(mlm.value(), c, gpu_spec{});
+  auto b = estimate_training_step(cls.value(), c, gpu_spec{});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  // MLM: fp32 logits over 30,522 tokens for 2,048 positions (with log-softmax's and their
+  // gradients); classification: 4 rows of 3 labels.
+  CHECK(at_peak(a.value(), memory_category::logits_and_loss) >= 2.0 * 4 * 2048 * 30522);
+  CHECK(at_peak(b.value(), memory_category::logits_and_loss) < 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace gpumem
