@@ -267,10 +267,12 @@ std::string training_config_for(const json& p, training_config& config) {
   if (framework == "litgpt") config.framework = framework_profile::litgpt;
   if (framework == "torchtune") config.framework = framework_profile::torchtune;
   if (config.sharding == data_parallel::zero2) {
-    // Reduce buckets: DeepSpeed's default reduce_bucket_size (5e8 elements); Colossal-AI's
-    // LowLevelZeroPlugin reduce_bucket_size_in_m (12 Mi).
-    if (framework == "deepspeed" || framework == "lightning" || framework == "megatron" ||
-        framework == "accelerate") {
+    // Reduce buckets: DeepSpeed's default reduce_bucket_size (5e8 elements); Lightning's
+    // DeepSpeedStrategy passes its own default, 2e8 (lightning/pytorch/strategies/deepspeed.py);
+    // Colossal-AI's LowLevelZeroPlugin reduce_bucket_size_in_m (12 Mi).
+    if (framework == "lightning") {
+      config.reduce_bucket_elements = 200000000;
+    } else if (framework == "deepspeed" || framework == "megatron" || framework == "accelerate") {
       config.reduce_bucket_elements = 500000000;
     } else if (framework == "colossalai") {
       config.reduce_bucket_elements = 12ULL << 20;
