@@ -235,21 +235,26 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   std::optional<error> failure;
   // One candidate: its largest micro-batch whose GPU footprint (and, offloaded, host RAM and
   // NVMe per node) fits, and its speed there.
-  auto evaluate = [&](const method& m, const offload_placement& offload) {
+  // `tp` > 1 with a data-parallel method: DP+TP, tp tensor-parallel GPUs (with sequence
+  // parallelism) in each of gpus / tp data-parallel groups.
+  auto evaluate = [&](const method& m, const offload_placement& offload, std::uint64_t tp = 1) {
     plan_candidate c;
     c.method = m.name;
     c.offload = offload;
     const bool tensor = m.timing == parallel_method::tp;
-    c.parallel = {m.timing, tensor ? cluster.gpus : 1, false};
-    c.sequence_parallel = tensor;
+    const bool hybrid = tp > 1 && !tensor;
+    const std::uint64_t degree = tensor ? cluster.gpus : tp;
+    c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false};
+    c.sequence_parallel = tensor || hybrid;
     training_config config = workload;
     config.sharding = m.sharding;
-    config.dp_degree = tensor ? 1 : cluster.gpus;
-    config.tp_degree = tensor ? cluster.gpus : 1;
-    config.sequence_parallel = tensor;
+    config.dp_degree = cluster.gpus / degree;
+    config.tp_degree = degree;
+    config.sequence_parallel = tensor || hybrid;
     config.offload = offload;
     step_time_options timing = speed;
-    timing.all_reduce_every_linear = !tensor;  // Megatron: two all-reduces per block and pass
+    // Megatron: two all-reduces per block and pass.
+    timing.all_reduce_every_linear = !(tensor || hybrid);
     if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
       c.valid = false;  // its all-reduces would cross the inter-node network every block
       c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
@@ -327,6 +332,15 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
 
   for (const method* m = begin; m != end; ++m) {
     plan.candidates.push_back(evaluate(*m, offload_placement{}));
+    if (failure) return *failure;
+  }
+  // DP+TP: ZeRO-3 over groups of 2, 4, ... tensor-parallel GPUs within a node (LLMem's DP+TP;
+  // across nodes only the data-parallel collectives travel). Splits the model does not divide
+  // into are left out.
+  static const method zero3_tp{"zero3", data_parallel::zero3, parallel_method::adp};
+  for (std::uint64_t tp = 2; tp < cluster.gpus && tp <= per_node; tp *= 2) {
+    if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
+    plan.candidates.push_back(evaluate(zero3_tp, offload_placement{}, tp));
     if (failure) return *failure;
   }
   if (choose_fastest(plan)) return plan;

@@ -179,7 +179,9 @@ TEST_CASE("detailed plans: data- and tensor-parallel candidates, each at its lar
   CHECK(plan.at("mode") == "detailed");
   std::string names;
   for (const auto& c : plan.at("candidates")) names += c.at("method").get<std::string>() + " ";
-  CHECK(names == "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op tensor_parallel ");
+  // The last: ZeRO-3 over 2 groups of 2 tensor-parallel GPUs (DP+TP).
+  CHECK(names == "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op tensor_parallel zero3 ");
+  CHECK(plan.at("candidates").back().at("tp") == 2);
   REQUIRE(plan.at("choice").is_object());
   for (const auto& c : plan.at("candidates")) {
     if (c.at("fits") != true) continue;
@@ -188,13 +190,14 @@ TEST_CASE("detailed plans: data- and tensor-parallel candidates, each at its lar
       json e = {{"command", "estimate"},
                 {"model", "meta-llama/Llama-3.2-1B"},
                 {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
-                {"parallel", c.at("sequence_parallel") == true
-                                 ? json{{"method", c.at("method")}, {"sequence_parallel", true}}
-                                 : json{{"method", c.at("method")}}},
+                {"parallel", json{{"method", c.at("method")}}},
                 {"workload", {{"micro_batch", b}, {"seq_len", 1024}}}};
+      if (c.at("sequence_parallel") == true) e["parallel"]["sequence_parallel"] = true;
+      if (c.at("tp") > 1 && c.at("method") != "tensor_parallel") e["parallel"]["tp"] = c.at("tp");
       return test::call(e).at("result");
     };
     CAPTURE(c.at("method"));
+    CAPTURE(c.at("tp"));
     CHECK(device_used(batch).at("fits") == true);
     CHECK(device_used(batch + 1).at("fits") == false);
     CHECK(device_used(batch).at("device_used_bytes") == c.at("peak_bytes"));
@@ -225,7 +228,13 @@ TEST_CASE("detailed plans skip tensor parallelism where it cannot run, and say w
                   {"workload", {{"seq_len", 1024}}}};
   json r = test::call(request);
   REQUIRE(r.at("ok") == true);
-  const json& tp = r.at("result").at("candidates").back();
+  auto tensor_parallel = [](const json& result) {
+    for (const auto& c : result.at("candidates")) {
+      if (c.at("method") == "tensor_parallel") return c;
+    }
+    return json();
+  };
+  const json tp = tensor_parallel(r.at("result"));
   CHECK(tp.at("method") == "tensor_parallel");
   CHECK(tp.at("valid") == false);
   CHECK(tp.at("note").get<std::string>().find("key/value heads (8)") != std::string::npos);
@@ -234,7 +243,7 @@ TEST_CASE("detailed plans skip tensor parallelism where it cannot run, and say w
   request["cluster"] = {{"gpu", "a100-sxm4-80gb"}, {"gpus", 8}, {"gpus_per_node", 4}};
   r = test::call(request);
   REQUIRE(r.at("ok") == true);
-  CHECK(r.at("result").at("candidates").back().at("valid") == false);
+  CHECK(tensor_parallel(r.at("result")).at("valid") == false);
 }
 
 }  // namespace

@@ -68,8 +68,10 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
                                const cluster_spec& cluster, const plan_options& options);
 
 // The detailed estimator's plan: for one GPU the single run; for more, DDP, ZeRO-1/2/3, FSDP
-// full / grad-op sharding and tensor + sequence parallelism (within a node) over all of them —
-// each method's largest micro-batch whose device footprint fits, and the fastest.
+// full / grad-op sharding, tensor + sequence parallelism (within a node) over all of them and
+// ZeRO-3 over groups of 2, 4, ... tensor-parallel GPUs within a node — each method's largest
+// micro-batch whose device footprint fits, and the fastest; when none fits, the offload
+// configurations (docs/methodology.md, Offloading).
 result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
                                   const cluster_spec& cluster, const training_config& workload,
                                   const plan_options& options);
