@@ -57,13 +57,24 @@ std::uint64_t split_over(const tensor_spec& t, const inference_config& c, std::u
 }
 
 matrix_dims local_matrix(const tensor_spec& t, std::uint64_t tp) {
-  const std::uint64_t numel = tensor_parallel_numel(t, tp);
   if (t.shape.size() == 3) {
-    const std::uint64_t in = t.shape[2];
-    return {t.shape[0], numel / t.shape[0] / in, in};
+    // Fused experts [experts, out, in]: tensor parallelism splits every expert's width, the
+    // output of gate/up and the input of down (vLLM FusedMoE, Megatron's expert MLPs).
+    const bool down = t.name.find("down") != std::string::npos;
+    return {t.shape[0], down ? t.shape[1] : t.shape[1] / tp, down ? t.shape[2] / tp : t.shape[2]};
   }
+  const std::uint64_t numel = tensor_parallel_numel(t, tp);
   const std::uint64_t in = tensor_parallel_in_features(t, tp);
   return {1, numel / in, in};
+}
+
+// This rank's elements of a tensor.
+std::uint64_t local_numel(const tensor_spec& t, std::uint64_t tp) {
+  if (t.shape.size() == 3) {
+    const matrix_dims m = local_matrix(t, tp);
+    return m.count * m.out * m.in;
+  }
+  return tensor_parallel_numel(t, tp);
 }
 
 // Quantised formats replace the blocks' linear layers and experts (transformers'
@@ -89,7 +100,7 @@ bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
 std::uint64_t stored_bytes(const tensor_spec& t, const model_spec& spec, const inference_config& c,
                            std::uint64_t rank_tp) {
   const std::uint64_t tp = split_over(t, c, rank_tp);
-  const std::uint64_t numel = tensor_parallel_numel(t, tp);
+  const std::uint64_t numel = local_numel(t, tp);
   if (is_gguf(c.weights.format))
     return gguf_tensor_bytes(numel, gguf_tensor_type(c.weights.format, t, spec));
   if (c.weights.format == weight_format::fp32) return numel * 4;

@@ -239,6 +239,11 @@ TEST_CASE("MoE experts: bitsandbytes in transformers leaves the fused experts in
   REQUIRE(vllm.ok());
   CHECK(transformers.value().weight_bytes > 2 * experts);  // experts at 2 bytes each
   CHECK(vllm.value().weight_bytes < experts);              // about half a byte each
+  // Tensor parallelism splits every expert's width.
+  c.tp_degree = 8;
+  auto split = estimate_inference(spec.value(), c, gpu_with(192 * gib));
+  REQUIRE(split.ok());
+  CHECK(split.value().weight_bytes < vllm.value().weight_bytes / 6);
 }
 
 TEST_CASE("SDPA's math kernel: Falcon-7B's single K/V head in transformers, fp32 GQA") {

@@ -143,6 +143,19 @@ test('offloading: the plan picks an offload and shows its host RAM and NVMe; a f
   await page.close();
 });
 
+test('LLMem mode: the paper\'s estimator and planner, with its notes', async () => {
+  const query = '?v=1&mode=llmem&model=facebook%2Fopt-1.3b&gpus=4&gpu=v100-sxm2-16gb';
+  const page = await openPage(query);
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(query)));
+  await page.selectOption('#gm-method', 'adp');
+  await page.fill('#gm-mb', '8');
+  await page.waitForFunction(() => !document.querySelector('[data-testid=candidates]'));
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(new URL(page.url()).search)));
+  assert.ok(await page.locator('.notes li').count() > 0);
+  await page.close();
+});
+
 test('a bad config.json shows an inline error naming the field', async () => {
   const page = await openPage();
   await page.click('.paste summary');

@@ -283,7 +283,10 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
     if (r.offload) {
       chart += hostChartHtml(r.offload, { host: r.cluster.host_ram_bytes ?? 0, nvme: r.cluster.nvme_bytes ?? 0 }, unit);
     }
-    const notes = (r.notes ?? []).filter((n) => typeof n === 'string').map((n) => `<li>${escapeHtml(n)}</li>`).join('');
+    // Notes: a list (detailed mode) or one line per component (LLMem mode).
+    const noteLines = Array.isArray(r.notes) ? r.notes
+      : Object.entries(r.notes ?? {}).map(([name, text]) => `${name}: ${typeof text === 'string' ? text : JSON.stringify(text)}`);
+    const notes = noteLines.map((n) => `<li>${escapeHtml(n)}</li>`).join('');
     $('.result').innerHTML = `${title}${warnings}${body}${chart}${notes ? `<details class="notes"><summary>Notes</summary><ul>${notes}</ul></details>` : ''}`;
     $('.result').setAttribute('aria-busy', 'false');
   };
