@@ -105,8 +105,10 @@ inference_plan plan_inference(const model_spec& spec, const inference_config& co
     }
   }
   if (out.choice < 0) {
-    out.reason = "nothing fits on up to " + std::to_string(max_gpus) +
-                 " GPUs: quantise the weights, shorten the context or add GPUs";
+    out.reason = (max_gpus == 1 ? std::string("nothing fits on one GPU")
+                                : "nothing fits on up to " + std::to_string(max_gpus) + " GPUs") +
+                 ": quantise the weights, shorten the context, serve fewer sequences at once or "
+                 "add GPUs";
   } else {
     const auto& c = out.candidates[static_cast<std::size_t>(out.choice)];
     out.reason = c.gpus == 1 ? "one GPU serves the request"

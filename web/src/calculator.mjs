@@ -126,8 +126,15 @@ function fillGpus(selectEl, gpus) {
 }
 
 // The verdict, the plan and the chart of one rank list.
-function verdictHtml(peak, usable, fits, unit, offload) {
+function verdictHtml(peak, usable, fits, unit, offload, kv) {
   const margin = usable - peak;
+  if (!fits && margin >= 0 && kv?.capacity_tokens !== undefined) {
+    // vLLM: the card holds its reservation; the paged KV cache is what is short.
+    return `<p class="verdict nofit" data-testid="verdict" data-peak-bytes="${peak}" data-fits="false"><strong>Does not fit.</strong> vLLM's KV cache holds ${count(kv.capacity_tokens)} tokens, ${count(kv.concurrent_sequences)} sequences of this length at once — fewer than the micro-batch.</p>`;
+  }
+  if (!fits && margin >= 0 && !offload) {
+    return `<p class="verdict nofit" data-testid="verdict" data-peak-bytes="${peak}" data-fits="false"><strong>Does not fit.</strong> ${escapeHtml(size(peak, unit))} of ${escapeHtml(size(usable, unit))} per GPU, but another limit is exceeded (see above).</p>`;
+  }
   if (!fits && margin >= 0 && offload) {
     // The GPU holds it; the host budgets do not.
     const over = [];
@@ -268,7 +275,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
         : '';
       body = `${choice}${offload}${host}${c.valid === false ? `<p class="error">${escapeHtml(c.note ?? 'invalid')}</p>` : verdictHtml(peak, usable, c.fits, unit)}${table}`;
     } else {
-      body = verdictHtml(r.peak_bytes, usable, r.fits, unit, r.offload);
+      body = verdictHtml(r.peak_bytes, usable, r.fits, unit, r.offload, r.kv_cache);
       if (r.peak_phase) body += `<p class="phase">The peak falls in the <strong>${escapeHtml(r.peak_phase)}</strong>.</p>`;
       if (r.step_time) body += `<p>About ${count(Math.round(r.step_time.tokens_per_s))} tokens/s.</p>`;
       if (r.offload) {
