@@ -218,10 +218,12 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       {"fsdp_full_shard", data_parallel::fsdp_full_shard, parallel_method::adp},
       {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp},
       // Megatron-style TP over all the GPUs, with sequence parallelism (it only saves memory).
-      {"tensor_parallel", data_parallel::none, parallel_method::tp}};
+      {"tensor_parallel", data_parallel::none, parallel_method::tp},
+      // One pipeline stage per GPU, timed from one GPU's compute (below).
+      {"pipeline", data_parallel::none, parallel_method::single}};
   static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
   const method* begin = cluster.gpus > 1 ? multi : one;
-  const method* end = cluster.gpus > 1 ? multi + 7 : one + 1;
+  const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);
   const std::uint64_t per_node = cluster.gpus_per_node ? cluster.gpus_per_node : cluster.gpus;
   step_time_options speed = options.speed;
@@ -248,7 +250,20 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.sequence_parallel = tensor || hybrid;
     training_config config = workload;
     config.sharding = m.sharding;
-    config.dp_degree = cluster.gpus / degree;
+    const bool pipeline = std::string(m.name) == "pipeline";
+    if (pipeline) {
+      // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,
+      // (p - 1) / m of the ideal time, stays under a quarter; Narayanan et al. 2021).
+      config.pp_degree = cluster.gpus;
+      config.pp_micro_batches = 4 * cluster.gpus;
+      if (cluster.gpus > spec.layers.size()) {
+        c.valid = false;
+        c.note = "a pipeline needs at least one block per GPU (" +
+                 std::to_string(spec.layers.size()) + " blocks)";
+        return c;
+      }
+    }
+    config.dp_degree = pipeline ? 1 : cluster.gpus / degree;
     config.tp_degree = degree;
     config.sequence_parallel = tensor || hybrid;
     config.offload = offload;
@@ -270,13 +285,22 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     auto at = [&](std::uint64_t batch) {
       footprint f;
       config.micro_batch = batch;
-      auto e = estimate_training_step(spec, config, cluster.gpu);
-      if (!e.ok()) {
-        failure = e.failure();
-        return f;
+      // A pipeline's busiest stages: the first (every micro-batch in flight, the embedding) and
+      // the last (the LM head and the loss).
+      std::vector<std::uint64_t> stages = {0};
+      if (config.pp_degree > 1) stages.push_back(config.pp_degree - 1);
+      for (const std::uint64_t stage : stages) {
+        config.pp_stage = stage;
+        auto e = estimate_training_step(spec, config, cluster.gpu);
+        if (!e.ok()) {
+          failure = e.failure();
+          return f;
+        }
+        const std::uint64_t used = device_used_bytes(e.value(), cluster.cuda_context_bytes);
+        if (f.gpu != ~0ULL && used <= f.gpu) continue;
+        f.estimate = e.value();
+        f.gpu = used;
       }
-      f.estimate = e.value();
-      f.gpu = device_used_bytes(f.estimate, cluster.cuda_context_bytes);
       f.host = offload_footprint(spec, config, f.estimate);
       f.fits =
           f.gpu <= usable &&
@@ -318,6 +342,21 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
     c.speed =
         estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, timing);
+    if (pipeline) {
+      // One micro-batch's compute on one GPU is split over the p stages; a step runs m
+      // micro-batches in m + p - 1 slots (1F1B). Stage-to-stage activation sends overlap the
+      // compute and are left out.
+      const double p = static_cast<double>(cluster.gpus);
+      const double m_batches = static_cast<double>(config.pp_micro_batches);
+      const double slot = c.speed.compute_s / p;
+      c.speed.compute_s = slot * m_batches;
+      c.speed.communication_s = 0;
+      c.speed.exposed_communication_s = slot * (p - 1.0);  // the bubble
+      c.speed.step_s = slot * (m_batches + p - 1.0);
+      c.speed.tokens_per_s =
+          m_batches * static_cast<double>(batch * workload.seq_len) / c.speed.step_s;
+      c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / p;
+    }
     if (offload.any()) {
       // The offload's traffic and CPU step lengthen the step (offload.hpp).
       c.speed.offload_s = offload_seconds(
