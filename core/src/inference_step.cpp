@@ -268,7 +268,17 @@ class inference_replay {
       normed = norm(rows);
       const std::uint64_t width = rows * d.mlp * a;
       int gate = matmul(width, w.mlp);
+      // The python-formula GELU (transformers NewGELUActivation / FastGELUActivation:
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) has its input, 0.5 x and the bracket
+      // alive when the product is made; fused activations (litgpt's F.gelu, vLLM's kernels)
+      // write one tensor.
+      const bool formula_gelu = c_.framework == serving_framework::transformers &&
+                                (spec_.activation == "gelu_new" || spec_.activation == "gelu_fast");
+      const int half = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
+      const int bracket = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
       int activated = tl_.allocate(width, cat::activations);
+      tl_.free(half);
+      tl_.free(bracket);
       tl_.free(gate);
       int product = activated;
       if (spec_.gated_mlp) {
