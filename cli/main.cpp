@@ -28,9 +28,10 @@ Usage:
                                                parameter counts by module group and block;
                                                M is a preset id or a path to config.json
   gpumem estimate --model M --micro-batch B [--seq-len S] [--gpu G] [--json]
-                  detailed (default, one GPU): [--phase train|forward_backward]
+                  detailed (default): [--phase train|forward_backward]
                     [--finetune full|lora|dora] [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
-                    [--weights bf16|fp16|fp32] [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
+                    [--weights bf16|fp16|fp32|nf4|nf4_double_quant (QLoRA)]
+                    [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none] [--grad-ckpt]
                     [--grad-accumulation N]
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
