@@ -42,9 +42,8 @@ const char* framework_name(serving_framework framework) {
 
 std::uint64_t peak_in(const inference_estimate& e, const std::string& metric,
                       std::uint64_t context) {
-  return metric == "allocated"  ? e.peak.allocated
-         : metric == "reserved" ? e.peak_reserved
-                                : inference_device_used(e, context);
+  return peak_in_metric(metric, e.peak.allocated, e.peak_reserved,
+                        inference_device_used(e, context));
 }
 
 ordered_json workload_json(const inference_config& c) {

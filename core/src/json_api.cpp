@@ -268,9 +268,8 @@ std::string detailed_estimate(const json& request, training_context& c) {
     rank.components = peak_components(e, metric.value(), c.cluster.cuda_context_bytes);
     rank.first_rank = layout.pp > 1 ? stage : 0;
     rank.last_rank = layout.pp > 1 ? stage : c.cluster.gpus - 1;
-    rank.peak_bytes = metric.value() == "allocated"  ? e.peak.allocated
-                      : metric.value() == "reserved" ? e.peak_reserved
-                                                     : device_used;
+    rank.peak_bytes =
+        peak_in_metric(metric.value(), e.peak.allocated, e.peak_reserved, device_used);
     // The card's total must hold the whole device footprint, whatever metric is reported.
     rank.fits = device_used <= usable;
     ranks.push_back(rank);

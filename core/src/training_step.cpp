@@ -458,6 +458,11 @@ std::uint64_t device_used_bytes(const training_estimate& estimate,
          cuda_libraries_bytes();
 }
 
+std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
+                             std::uint64_t reserved, std::uint64_t device_used) {
+  return metric == "allocated" ? allocated : metric == "reserved" ? reserved : device_used;
+}
+
 std::vector<component> replay_components(const timeline_peak& peak, std::uint64_t peak_reserved,
                                          std::uint64_t paged_bytes, const std::string& metric,
                                          std::uint64_t cuda_context_bytes) {

@@ -484,7 +484,11 @@ memory_report validate_memory(const json& points) {
         read_cluster({{"cluster", {{"gpu", gpu_id.empty() ? "a100-sxm4-80gb" : gpu_id}}}});
     if (cluster.ok()) gpu = cluster.value().gpu;
     const std::uint64_t context_bytes = default_cuda_context_bytes(gpu.architecture);
-    double bytes = 0;
+    // The replay's figures (a host figure for offloaded training), then the point's metric.
+    std::uint64_t allocated = 0;
+    std::uint64_t reserved = 0;
+    std::uint64_t device_used = 0;
+    std::uint64_t host_bytes = 0;
     std::string peak_phase;
     if (inference) {
       // The measured rank is rank 0 (cuda:0): the first pipeline stage.
@@ -494,10 +498,9 @@ memory_report validate_memory(const json& points) {
         continue;
       }
       const inference_estimate& e = estimate.value();
-      bytes = out.metric == "reserved" ? static_cast<double>(e.peak_reserved)
-              : out.metric == "nvml_used"
-                  ? static_cast<double>(inference_device_used(e, context_bytes))
-                  : static_cast<double>(e.peak.allocated);
+      allocated = e.peak.allocated;
+      reserved = e.peak_reserved;
+      device_used = inference_device_used(e, context_bytes);
       peak_phase = e.peak.phase;
     } else {
       auto estimate = estimate_training_step(spec.value(), config, gpu);
@@ -506,11 +509,18 @@ memory_report validate_memory(const json& points) {
         continue;
       }
       const training_estimate& e = estimate.value();
-      bytes = out.metric == "reserved"    ? static_cast<double>(e.peak_reserved)
-              : out.metric == "nvml_used" ? static_cast<double>(device_used_bytes(e, context_bytes))
-                                          : static_cast<double>(e.peak.allocated);
+      allocated = e.peak.allocated;
+      reserved = e.peak_reserved;
+      device_used = device_used_bytes(e, context_bytes);
+      host_bytes = offload_footprint(spec.value(), config, e).host_bytes;
       peak_phase = e.peak.phase;
     }
+    // The format's nvml_used is the API's device_used; unknown reads as allocated.
+    const char* metric = out.metric == "nvml_used"  ? "device_used"
+                         : out.metric == "reserved" ? "reserved"
+                                                    : "allocated";
+    const double bytes =
+        static_cast<double>(peak_in_metric(metric, allocated, reserved, device_used));
     const bool optimizer_unstated =
         !inference && !p.at("workload").value("optimizer", json()).is_string();
     out.note =
@@ -525,17 +535,12 @@ memory_report validate_memory(const json& points) {
     if (offloaded) out.phase += " (offload)";
     if (offloaded && p.value("measured_host_gib", json()).is_number()) {
       // The host side of the same replay, per rank (the process a host figure describes).
-      auto e = estimate_training_step(spec.value(), config, gpu);
-      if (e.ok()) {
-        out.host_scored = true;
-        out.measured_host_gib = p.at("measured_host_gib").get<double>();
-        out.estimated_host_gib =
-            static_cast<double>(offload_footprint(spec.value(), config, e.value()).host_bytes) /
-            (1ULL << 30);
-        out.host_relative_error =
-            (out.estimated_host_gib - out.measured_host_gib) / out.measured_host_gib;
-        host_errors.push_back(std::fabs(out.host_relative_error));
-      }
+      out.host_scored = true;
+      out.measured_host_gib = p.at("measured_host_gib").get<double>();
+      out.estimated_host_gib = static_cast<double>(host_bytes) / (1ULL << 30);
+      out.host_relative_error =
+          (out.estimated_host_gib - out.measured_host_gib) / out.measured_host_gib;
+      host_errors.push_back(std::fabs(out.host_relative_error));
     }
     if (out.kind == "peak") {
       out.relative_error = (out.estimated_gib - out.measured_gib) / out.measured_gib;

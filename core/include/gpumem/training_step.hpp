@@ -198,6 +198,10 @@ std::uint64_t cuda_libraries_bytes();
 std::uint64_t device_used_bytes(const training_estimate& estimate,
                                 std::uint64_t cuda_context_bytes);
 
+// A replay's peak in `metric`: "allocated", "reserved" or (anything else) "device_used".
+std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
+                             std::uint64_t reserved, std::uint64_t device_used);
+
 // The peak of any replay by component as reported for `metric` ("allocated", "reserved" or
 // "device_used"): what was alive, the allocator's cache, then paged (unified-memory) bytes, the
 // CUDA context and the CUDA libraries. They sum to the peak in that metric.
