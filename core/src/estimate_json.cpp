@@ -86,16 +86,12 @@ ordered_json llmem_component_notes() {
 
 namespace {
 
-const char* target_name(offload_target t) {
-  return t == offload_target::cpu ? "cpu" : t == offload_target::nvme ? "nvme" : "none";
-}
-
 // A plan candidate's offload: where each state goes and the host budgets it needs.
 ordered_json offload_json(const plan_candidate& c) {
-  return {{"optimizer", target_name(c.offload.optimizer)},
-          {"params", target_name(c.offload.params)},
-          {"gradients", target_name(c.offload.gradients)},
-          {"activations", target_name(c.offload.activations)},
+  return {{"optimizer", offload_target_name(c.offload.optimizer)},
+          {"params", offload_target_name(c.offload.params)},
+          {"gradients", offload_target_name(c.offload.gradients)},
+          {"activations", offload_target_name(c.offload.activations)},
           {"host_bytes_per_node", c.host_bytes_per_node},
           {"nvme_bytes_per_node", c.nvme_bytes_per_node}};
 }

@@ -14,32 +14,6 @@ using nlohmann::ordered_json;
 
 namespace {
 
-const char* kv_kind_name(kv_cache_kind kind) {
-  switch (kind) {
-    case kv_cache_kind::static_cache:
-      return "static";
-    case kv_cache_kind::paged:
-      return "paged";
-    case kv_cache_kind::dynamic:
-      return "dynamic";
-  }
-  return "dynamic";
-}
-
-const char* framework_name(serving_framework framework) {
-  switch (framework) {
-    case serving_framework::litgpt:
-      return "litgpt";
-    case serving_framework::vllm:
-      return "vllm";
-    case serving_framework::llama_cpp:
-      return "llama_cpp";
-    case serving_framework::transformers:
-      return "transformers";
-  }
-  return "transformers";
-}
-
 std::uint64_t peak_in(const inference_estimate& e, const std::string& metric,
                       std::uint64_t context) {
   return peak_in_metric(metric, e.peak.allocated, e.peak_reserved,
@@ -49,12 +23,12 @@ std::uint64_t peak_in(const inference_estimate& e, const std::string& metric,
 ordered_json workload_json(const inference_config& c) {
   return {{"phase", "inference"},
           {"weights", weight_format_name(c.weights.format)},
-          {"framework", framework_name(c.framework)},
+          {"framework", serving_framework_name(c.framework)},
           {"micro_batch", c.batch},
           {"seq_len", c.prompt_tokens},
           {"new_tokens", c.new_tokens},
           {"attention", c.attention == attention_kernel::eager ? "eager" : "sdpa"},
-          {"kv_cache", {{"kind", kv_kind_name(c.kv)}, {"element_bytes", c.kv_bytes}}}};
+          {"kv_cache", {{"kind", kv_cache_kind_name(c.kv)}, {"element_bytes", c.kv_bytes}}}};
 }
 
 }  // namespace

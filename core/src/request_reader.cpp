@@ -268,9 +268,7 @@ result<offload_placement> read_offload(const json& parallel) {
   config_reader in(offload, "parallel.offload", "request");
   auto target = [&](const char* key) {
     const auto name = choose(in, key, "none", {"none", "cpu", "nvme"});
-    return !name || *name == "none" ? offload_target::none
-           : *name == "cpu"         ? offload_target::cpu
-                                    : offload_target::nvme;
+    return name ? *offload_target_named(*name) : offload_target::none;
   };
   out.optimizer = target("optimizer");
   out.params = target("params");
@@ -509,10 +507,7 @@ result<inference_request> read_inference_request(const json& request, const mode
   c.activation_bf16 = compute->find("bf16") != std::string::npos;
   c.weights.dense_bytes = c.activation_bytes;
   c.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
-  c.framework = *framework == "litgpt"      ? serving_framework::litgpt
-                : *framework == "vllm"      ? serving_framework::vllm
-                : *framework == "llama_cpp" ? serving_framework::llama_cpp
-                                            : serving_framework::transformers;
+  c.framework = *serving_framework_named(*framework);  // `choose` accepted only these names
 
   // The KV cache: each framework's own default kind.
   const json& kv = member(workload, "kv_cache");
@@ -536,9 +531,7 @@ result<inference_request> read_inference_request(const json& request, const mode
   c.profile_tokens = kv_in.optional({"max_num_batched_tokens"}, 8192, 1ULL << 20);
   c.profile_sequences = kv_in.optional({"max_num_seqs"}, 256, 1ULL << 16);
   if (auto problem = kv_in.problem("")) return *problem;
-  c.kv = *kind == "paged"    ? kv_cache_kind::paged
-         : *kind == "static" ? kv_cache_kind::static_cache
-                             : kv_cache_kind::dynamic;
+  c.kv = *kv_cache_kind_named(*kind);
   c.kv_bytes = *dtype == "fp32" ? 4 : (*dtype == "fp8" || *dtype == "int8") ? 1 : 2;
   if ((c.kv == kv_cache_kind::paged) != (c.framework == serving_framework::vllm)) {
     return error{"request.invalid_value", "workload.kv_cache.kind",

@@ -382,6 +382,25 @@ bool supported(const model_spec& spec) {
 
 }  // namespace
 
+namespace {
+constexpr std::pair<const char*, offload_target> offload_targets[] = {
+    {"none", offload_target::none}, {"cpu", offload_target::cpu}, {"nvme", offload_target::nvme}};
+}  // namespace
+
+std::optional<offload_target> offload_target_named(const std::string& name) {
+  for (const auto& [n, t] : offload_targets) {
+    if (name == n) return t;
+  }
+  return std::nullopt;
+}
+
+const char* offload_target_name(offload_target target) {
+  for (const auto& [n, t] : offload_targets) {
+    if (target == t) return n;
+  }
+  return "none";
+}
+
 std::optional<compute_precision> compute_precision_named(const std::string& name) {
   static const std::pair<const char*, compute_precision> precisions[] = {
       {"fp32", compute_precision::fp32},

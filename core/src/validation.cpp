@@ -229,10 +229,7 @@ std::string training_config_for(const json& p, training_config& config) {
   const json& offload = parallel.value("offload", json());
   if (offload.is_object()) {
     auto target = [&](const char* key) {
-      const std::string t = text_or(offload, key, "none");
-      return t == "cpu"    ? offload_target::cpu
-             : t == "nvme" ? offload_target::nvme
-                           : offload_target::none;
+      return offload_target_named(text_or(offload, key, "none")).value_or(offload_target::none);
     };
     config.offload.optimizer = target("optimizer");
     config.offload.params = target("params");
@@ -373,16 +370,14 @@ std::string inference_config_for(const json& p, inference_config& config) {
   const json& parallel = p.value("parallel", json::object());
   if (parallel.value("cpu_offload", false) || !parallel.value("offload", json()).is_null())
     return "offloaded runs are not modelled yet";
-  const std::string framework = text_or(w, "framework", "transformers");
-  if (framework == "litgpt") {
-    config.framework = serving_framework::litgpt;
-  } else if (framework == "vllm") {
-    config.framework = serving_framework::vllm;
-    config.kv = kv_cache_kind::paged;
-  } else if (framework != "transformers" && framework != "hf_trainer" &&
-             framework != "accelerate") {
+  // HF Trainer and accelerate run transformers' own generate.
+  std::string framework = text_or(w, "framework", "transformers");
+  if (framework == "hf_trainer" || framework == "accelerate") framework = "transformers";
+  const auto profile = serving_framework_named(framework);
+  if (!profile || *profile == serving_framework::llama_cpp)
     return "inference under " + framework + " is not modelled yet";
-  }
+  config.framework = *profile;
+  if (*profile == serving_framework::vllm) config.kv = kv_cache_kind::paged;
   const auto weights = weight_format_named(text_or(w, "weights", ""));
   if (!weights) return std::string("weights ") + text_or(w, "weights", "?") + " not modelled";
   config.weights.format = *weights;

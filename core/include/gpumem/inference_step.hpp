@@ -6,6 +6,7 @@
 // docs/methodology.md ("Inference") for every term and its source.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,13 @@ enum class kv_cache_kind { static_cache, dynamic, paged };
 
 // Whose code serves: transformers generate(), litgpt generate, vLLM, llama.cpp.
 enum class serving_framework { transformers, litgpt, vllm, llama_cpp };
+
+// Their names in requests and answers: static, dynamic, paged; transformers, litgpt, vllm,
+// llama_cpp.
+std::optional<kv_cache_kind> kv_cache_kind_named(const std::string& name);
+const char* kv_cache_kind_name(kv_cache_kind kind);
+std::optional<serving_framework> serving_framework_named(const std::string& name);
+const char* serving_framework_name(serving_framework framework);
 
 struct inference_config {
   weight_storage weights;

@@ -70,6 +70,10 @@ enum class offload_target { none, cpu, nvme };
 // - gradients: gradient shards copied to the host once reduced;
 // - activations: the tensors saved for backward (the block inputs under checkpointing) moved
 //   out two blocks behind the forward and brought back before their backward.
+// "none", "cpu" or "nvme", as requests and validation points name them.
+std::optional<offload_target> offload_target_named(const std::string& name);
+const char* offload_target_name(offload_target target);
+
 struct offload_placement {
   offload_target optimizer = offload_target::none;
   offload_target params = offload_target::none;
