@@ -155,15 +155,28 @@ void print_warnings(const ordered_json& response) {
     std::cerr << "warning: " << w.get<std::string>() << "\n";
 }
 
-int models_command(const arguments& args) {
+// Sends the request and prints its warnings, and with --json its result. True when the caller
+// should print its table from `result`; otherwise `code` is the exit code.
+bool answer(const arguments& args, const ordered_json& request, ordered_json& result, int& code) {
   ordered_json response;
-  if (!call({{"api_version", 1}, {"command", "models"}}, response)) return bad_input;
-  if (args.json_output) {
-    std::cout << response["result"].dump(2) << "\n";
-    return 0;
+  if (!call(request, response)) {
+    code = bad_input;
+    return false;
   }
+  print_warnings(response);
+  result = response["result"];
+  code = 0;
+  if (!args.json_output) return true;
+  std::cout << result.dump(2) << "\n";
+  return false;
+}
+
+int models_command(const arguments& args) {
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, {{"api_version", 1}, {"command", "models"}}, r, code)) return code;
   gpumem::cli::table t({"id", "family", "type", "params", "active"});
-  for (const auto& m : response["result"]["models"]) {
+  for (const auto& m : r["models"]) {
     t.row({m["id"], m["family"], m["model_type"], count_text(m["total_params"]),
            count_text(m["active_params"])});
   }
@@ -172,14 +185,11 @@ int models_command(const arguments& args) {
 }
 
 int gpus_command(const arguments& args) {
-  ordered_json response;
-  if (!call({{"api_version", 1}, {"command", "gpus"}}, response)) return bad_input;
-  if (args.json_output) {
-    std::cout << response["result"].dump(2) << "\n";
-    return 0;
-  }
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, {{"api_version", 1}, {"command", "gpus"}}, r, code)) return code;
   gpumem::cli::table t({"id", "name", "memory GiB", "fp16 TFLOP/s", "HBM TB/s", "link GB/s"});
-  for (const auto& g : response["result"]["gpus"]) {
+  for (const auto& g : r["gpus"]) {
     t.row({g["id"], g["name"],
            gpumem::cli::fixed(g["memory_bytes"].get<double>() / (1ULL << 30), 2),
            gpumem::cli::fixed(g["fp16_dense_flops"].get<double>() / 1e12, 1),
@@ -200,15 +210,10 @@ int params_command(const arguments& args) {
     if (model.is_string()) model = {{"preset", model}};
     model["task_head"] = args.options.at("task-head");
   }
-  ordered_json response;
-  if (!call({{"api_version", 1}, {"command", "params"}, {"model", model}}, response))
-    return bad_input;
-  print_warnings(response);
-  const auto& r = response["result"];
-  if (args.json_output) {
-    std::cout << r.dump(2) << "\n";
-    return 0;
-  }
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, {{"api_version", 1}, {"command", "params"}, {"model", model}}, r, code))
+    return code;
   const auto& g = r["groups"];
   std::cout << r["model"]["architecture"].get<std::string>() << " ("
             << r["model"]["model_type"].get<std::string>() << ")\n\n";
@@ -411,14 +416,9 @@ int estimate_command(const arguments& args) {
   }
   if (inference_phase(args) && !args.options.count("method")) request.erase("parallel");
   add_detailed_options(args, request);
-  ordered_json response;
-  if (!call(request, response)) return bad_input;
-  print_warnings(response);
-  const auto& r = response["result"];
-  if (args.json_output) {
-    std::cout << r.dump(2) << "\n";
-    return 0;
-  }
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, request, r, code)) return code;
   std::cout << r["model"].value("id", r["model"].value("name", "")) << ", "
             << r["parallel"]["method"].get<std::string>() << " on " << r["cluster"]["gpus"] << " x "
             << r["cluster"]["gpu"]["name"].get<std::string>() << ", micro-batch "
@@ -450,14 +450,9 @@ int plan_command(const arguments& args) {
   // Training plans search the micro-batch; an inference plan serves the batch it is given.
   if (inference_phase(args) && args.options.count("micro-batch"))
     request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
-  ordered_json response;
-  if (!call(request, response)) return bad_input;
-  print_warnings(response);
-  const auto& r = response["result"];
-  if (args.json_output) {
-    std::cout << r.dump(2) << "\n";
-    return 0;
-  }
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, request, r, code)) return code;
   if (inference_phase(args)) {
     gpumem::cli::table t({"method", "GPUs", "fits", "peak GiB per GPU"});
     for (const auto& c : r["candidates"]) {
@@ -500,14 +495,10 @@ int validate_command(const arguments& args) {
   if (!read_text(it->second, text)) return fail("cannot read " + it->second);
   json points = json::parse(text, nullptr, false);
   if (points.is_discarded()) return fail(it->second + " is not valid JSON");
-  ordered_json response;
-  if (!call({{"api_version", 1}, {"command", "validate"}, {"points", points}}, response))
-    return bad_input;
-  const auto& r = response["result"];
-  if (args.json_output) {
-    std::cout << r.dump(2) << "\n";
-    return 0;
-  }
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, {{"api_version", 1}, {"command", "validate"}, {"points", points}}, r, code))
+    return code;
   gpumem::cli::table mem({"point", "metric", "measured GiB", "estimated GiB", "error"});
   for (const auto& p : r["points"]) {
     if (!p["scored"].get<bool>()) continue;
