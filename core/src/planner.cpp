@@ -209,6 +209,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     const char* name;
     data_parallel sharding;
     parallel_method timing;  // the step-time model's communication pattern
+    bool pipeline = false;   // one stage per GPU, timed from one GPU's compute (below)
   };
   static const method multi[] = {
       {"ddp", data_parallel::ddp, parallel_method::cdp},
@@ -219,8 +220,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp},
       // Megatron-style TP over all the GPUs, with sequence parallelism (it only saves memory).
       {"tensor_parallel", data_parallel::none, parallel_method::tp},
-      // One pipeline stage per GPU, timed from one GPU's compute (below).
-      {"pipeline", data_parallel::none, parallel_method::single}};
+      {"pipeline", data_parallel::none, parallel_method::single, true}};
   static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
@@ -250,7 +250,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.sequence_parallel = tensor || hybrid;
     training_config config = workload;
     config.sharding = m.sharding;
-    const bool pipeline = std::string(m.name) == "pipeline";
+    const bool pipeline = m.pipeline;
     if (pipeline) {
       // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,
       // (p - 1) / m of the ideal time, stays under a quarter; Narayanan et al. 2021).
