@@ -245,7 +245,7 @@ result<training_workload> read_training_workload(const json& request, const mode
   }
   training_workload out;
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
-  out.seq_len = in.optional({"seq_len"}, 512, max_positions);
+  out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   if (auto problem = in.problem("required for an estimate")) return *problem;
   if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
   return out;
@@ -415,7 +415,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   const auto framework =
       choice("framework", "transformers", {"transformers", "litgpt", "torchtune"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
-  out.seq_len = in.optional({"seq_len"}, 512, max_positions);
+  out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   out.grad_ckpt = in.flag("grad_ckpt", false);
   out.grad_accumulation = in.optional({"grad_accumulation"}, 1, 65536);
   if (auto problem = in.problem("required for an estimate")) return *problem;
@@ -496,10 +496,10 @@ result<inference_request> read_inference_request(const json& request, const mode
              {"fp32", "fp16", "bf16", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
   const auto scaling = choose(in, "fp8_scaling", "per_channel", {"per_tensor", "per_channel"});
   const auto attention = choose(in, "attention", "sdpa", {"eager", "sdpa", "flash"});
-  c.weights.group_size = in.optional({"group_size"}, 128, 1ULL << 20);
-  c.batch = in.optional({"micro_batch"}, 1, 1ULL << 20);
-  c.prompt_tokens = in.optional({"seq_len"}, 512, max_positions);
-  c.new_tokens = in.optional({"new_tokens"}, 1, max_positions);
+  c.weights.group_size = in.optional({"group_size"}, c.weights.group_size, 1ULL << 20);
+  c.batch = in.optional({"micro_batch"}, c.batch, 1ULL << 20);
+  c.prompt_tokens = in.optional({"seq_len"}, c.prompt_tokens, max_positions);
+  c.new_tokens = in.optional({"new_tokens"}, c.new_tokens, max_positions);
   if (auto problem = in.problem("")) return *problem;
   c.weights.format = *weight_format_named(*weights);  // `choose` accepted only these names
   c.weights.fp8 = *scaling == "per_tensor" ? fp8_scaling::per_tensor : fp8_scaling::per_channel;
@@ -526,10 +526,11 @@ result<inference_request> read_inference_request(const json& request, const mode
   const auto dtype = choose(kv_in, "dtype", *compute == "fp32" ? "fp32" : "bf16",
                             {"fp32", "fp16", "bf16", "fp8", "int8"});
   c.kv_cache_tokens = kv_in.optional({"tokens"}, 0, max_positions, 0);
-  c.block_size = kv_in.optional({"block_size"}, 16, 1024);
-  c.gpu_memory_utilization = kv_in.number("gpu_memory_utilization", 0.9, 0.01, 1.0);
-  c.profile_tokens = kv_in.optional({"max_num_batched_tokens"}, 8192, 1ULL << 20);
-  c.profile_sequences = kv_in.optional({"max_num_seqs"}, 256, 1ULL << 16);
+  c.block_size = kv_in.optional({"block_size"}, c.block_size, 1024);
+  c.gpu_memory_utilization =
+      kv_in.number("gpu_memory_utilization", c.gpu_memory_utilization, 0.01, 1.0);
+  c.profile_tokens = kv_in.optional({"max_num_batched_tokens"}, c.profile_tokens, 1ULL << 20);
+  c.profile_sequences = kv_in.optional({"max_num_seqs"}, c.profile_sequences, 1ULL << 16);
   if (auto problem = kv_in.problem("")) return *problem;
   c.kv = *kv_cache_kind_named(*kind);
   c.kv_bytes = *dtype == "fp32" ? 4 : (*dtype == "fp8" || *dtype == "int8") ? 1 : 2;

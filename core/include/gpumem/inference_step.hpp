@@ -45,7 +45,9 @@ struct inference_config {
   kv_cache_kind kv = kv_cache_kind::dynamic;
   std::uint64_t kv_cache_tokens = 0;  // static: tokens preallocated per sequence (0: prompt + new)
   // paged (vLLM): tokens per block, the share of the GPU vLLM reserves, and the tokens of its
-  // profiling forward pass (max_num_batched_tokens).
+  // profiling forward pass (max_num_batched_tokens). Defaults: block_size 16
+  // (vllm/platforms/cuda.py), gpu_memory_utilization 0.9, max_num_batched_tokens 8192 and
+  // max_num_seqs 256 (vllm/engine/arg_utils.py, the LLM class on GPUs under 70 GiB).
   std::uint64_t block_size = 16;
   double gpu_memory_utilization = 0.9;
   std::uint64_t profile_tokens = 8192;
