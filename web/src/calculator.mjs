@@ -3,7 +3,7 @@
 // (index.html, embed.html) and by the custom element. It computes nothing itself.
 import { chartHtml, hostChartHtml } from './chart.mjs';
 import { componentInfo } from './components.mjs';
-import { billions, count, escapeHtml, size, UNITS } from './format.mjs';
+import { billions, count, escapeHtml, size } from './format.mjs';
 import { FIELDS, requestFor } from './state.mjs';
 
 const LABELS = {
@@ -377,7 +377,6 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
     $('#gm-model').value = state.model;
   });
   return {
-    state: () => ({ ...state }),
     request,
     set(next) {
       Object.assign(state, next);
@@ -385,6 +384,5 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       selected = -1;
       changed(true);
     },
-    unitLabel: () => UNITS[state.unit].label,
   };
 }

@@ -1,6 +1,6 @@
 // Number and text formatting for the calculator. Units: GiB (2^30 bytes) or GB (10^9).
 
-export const UNITS = { gib: { bytes: 2 ** 30, label: 'GiB' }, gb: { bytes: 1e9, label: 'GB' } };
+const UNITS = { gib: { bytes: 2 ** 30, label: 'GiB' }, gb: { bytes: 1e9, label: 'GB' } };
 
 export function size(bytes, unit) {
   const u = UNITS[unit] ?? UNITS.gib;
