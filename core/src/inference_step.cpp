@@ -608,13 +608,16 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   }
 
   const std::uint64_t cache_tokens = config.kv_cache_tokens ? config.kv_cache_tokens : total_tokens;
+  // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
+  const auto half_cache = [&](const layer_spec& layer, std::uint64_t tokens) {
+    return config.batch * layer_cache_tokens(layer, config, tokens) *
+           layer_kv_bytes_per_token(spec, config, layer, tp) / 2;
+  };
   std::vector<int> cache;
   if (config.kv == kv_cache_kind::static_cache) {
     tl.phase("KV cache");
     for (std::size_t l = r.first; l < r.last; ++l) {
-      const layer_spec& layer = spec.layers[l];
-      const std::uint64_t bytes = config.batch * layer_cache_tokens(layer, config, cache_tokens) *
-                                  layer_kv_bytes_per_token(spec, config, layer, tp) / 2;
+      const std::uint64_t bytes = half_cache(spec.layers[l], cache_tokens);
       cache.push_back(tl.allocate(bytes, cat::kv_cache));
       cache.push_back(tl.allocate(bytes, cat::kv_cache));
     }
@@ -640,10 +643,7 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
       // prompt and all but the last generated token.
       std::size_t i = 0;
       for (std::size_t l = r.first; l < r.last; ++l) {
-        const layer_spec& layer = spec.layers[l];
-        const std::uint64_t bytes = config.batch *
-                                    layer_cache_tokens(layer, config, final_context) *
-                                    layer_kv_bytes_per_token(spec, config, layer, tp) / 2;
+        const std::uint64_t bytes = half_cache(spec.layers[l], final_context);
         for (int half = 0; half < 2; ++half, ++i) {
           cache.push_back(tl.allocate(bytes, cat::kv_cache));
           tl.free(prefill_cache[i]);
