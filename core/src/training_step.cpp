@@ -5,6 +5,9 @@
 namespace gpumem {
 
 namespace {
+// torchtune's CEWithChunkedOutputLoss (num_output_chunks = 8; recipes call
+// model.set_num_output_chunks with it): the output projection and cross-entropy in 8 chunks.
+constexpr std::uint64_t torchtune_output_chunks = 8;
 
 using cat = memory_category;
 
@@ -1126,6 +1129,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     std::vector<int> head;
     int log_softmax = -1;
     int kept_logits = -1;  // logits the framework keeps referenced into the backward
+    // Chunks whose cross-entropy is a graph of its own, taken back one after another.
+    std::uint64_t loss_chunks = 1;
     const std::uint64_t tv = output.rows * output.cols;
     if (last_stage) {
       tl.phase("loss");
@@ -1151,8 +1156,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
         // cross-entropy (CEWithChunkedOutputLoss), logits deleted before backward.
         const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
+        loss_chunks = torchtune_output_chunks;
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
-        const int upcast = tl.allocate(4 * tv / 8, cat::logits_and_loss);
+        const int upcast = tl.allocate(4 * tv / loss_chunks, cat::logits_and_loss);
         tl.free(upcast);
         tl.free(chunks);
       } else {
@@ -1285,9 +1291,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     if (last_stage) {
       // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
       // makes another while that one and its saved output are alive; then the gradient is cast
-      // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data).
-      const int grad_nll = tl.allocate(4 * tv, cat::logits_and_loss);
-      const int grad_logits = tl.allocate(4 * tv, cat::logits_and_loss);
+      // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data). Chunked,
+      // autograd runs each chunk's nll, log_softmax and upcast backward before the next (a
+      // chunk's nodes are younger than the previous chunk's: the engine takes the highest
+      // sequence number first), so only the 16-bit gradients of all chunks pile up.
+      const int grad_nll = tl.allocate(4 * tv / loss_chunks, cat::logits_and_loss);
+      const int grad_logits = tl.allocate(4 * tv / loss_chunks, cat::logits_and_loss);
       tl.free(grad_nll);
       tl.free(log_softmax);
       const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
