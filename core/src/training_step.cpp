@@ -757,10 +757,13 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   ctx.h_tokens = config.sequence_parallel ? ceil_div(ctx.tokens, tp) : ctx.tokens;
   ctx.c = compute_bytes(config.compute);
   ctx.full = config.finetune == finetune_kind::full;
-  // DeepSpeed's and Colossal-AI's mixed precision converts the module to 16 bits and runs it
-  // without autocast (the fp32 copies live in the optimizer): its activations are all 16-bit.
-  ctx.amp = is_amp(config.compute) &&
-            !(ctx.full && zero_engine(config.sharding) && full_model_weight_bytes(config) == 2);
+  // DeepSpeed's and Colossal-AI's mixed precision converts the module — LoRA adapters too — to
+  // 16 bits and runs it without autocast (the fp32 copies of what trains live in the optimizer:
+  // deepspeed/runtime/engine.py _configure_distributed_model, Colossal-AI LowLevelZeroModel and
+  // GeminiDDP): its activations are all 16-bit.
+  const bool engine_16bit = is_amp(config.compute) && zero_engine(config.sharding) &&
+                            (!ctx.full || full_model_weight_bytes(config) == 2);
+  ctx.amp = is_amp(config.compute) && !engine_16bit;
   ctx.norms_train = ctx.full || config.finetune == finetune_kind::llama_adapter_v2;
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
   ctx.fp16_quant_state = ctx.quantized && config.framework == framework_profile::litgpt &&
@@ -773,7 +776,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       ctx.full ? full_bytes
                : (config.base_weight_bytes ? config.base_weight_bytes : (ctx.c == 4 ? 4 : 2));
   // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True).
-  ctx.adapter_bytes = pure ? 2 : 4;
+  ctx.adapter_bytes = pure || engine_16bit ? 2 : 4;
   ctx.r = base_bytes;
 
   // Data parallelism: which states each rank keeps a 1/n share of.
@@ -803,7 +806,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     return sharded ? (bytes + n - 1) / n : bytes;
   };
   // Mixed precision over a 16-bit model keeps fp32 master weights in the optimizer.
-  const bool master = ctx.full && is_amp(config.compute) && full_bytes == 2;
+  const bool master = (ctx.full && is_amp(config.compute) && full_bytes == 2) || engine_16bit;
   // Gathered (unsharded) parameters arrive in the compute dtype (FSDP MixedPrecision
   // param_dtype, DeepSpeed's 16-bit parameters).
   const std::uint64_t gathered_bytes =

@@ -418,6 +418,26 @@ TEST_CASE("DeepSpeed ZeRO-3: reduce bucket, gradient partitions and persistent p
         doctest::Approx(3 * partitions).epsilon(1e-3));
 }
 
+TEST_CASE("LoRA under ZeRO: the engine makes the adapters 16-bit with fp32 masters") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = lora_qv();
+  config.compute = compute_precision::amp_bf16;
+  config.sharding = data_parallel::zero2;
+  config.dp_degree = 2;
+  auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(e.ok());
+  // Rank 8 on 16 blocks: q (2,048 -> 2,048) and v (2,048 -> 512) adapters,
+  // 16 x (2 x 2,048 x 8 + 2,048 x 8 + 8 x 512) = 851,968 parameters.
+  const double trainable = 851968.0;
+  CHECK(e.value().trainable_params == 851968);
+  CHECK(at_peak(e.value(), memory_category::adapters) == doctest::Approx(2 * trainable));
+  CHECK(at_peak(e.value(), memory_category::master_weights) ==
+        doctest::Approx(4 * trainable / 2).epsilon(1e-3));
+  // No autocast: the engine runs the converted module as it is, so no weight copies.
+  CHECK(at_peak(e.value(), memory_category::autocast_weight_copies) == 0);
+}
+
 TEST_CASE("torchtune's chunked cross-entropy is taken back chunk by chunk") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());
