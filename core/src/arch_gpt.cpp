@@ -314,6 +314,7 @@ void build_bloom(config_reader& cfg, model_spec& spec) {
   spec.intermediate_size = 4 * spec.hidden_size;  // BloomMLP: dense_h_to_4h is fixed at 4x
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = "bloom_gelu";
+  spec.eager_softmax_fp32 = true;  // modeling_bloom.py BloomAttention: softmax(dtype=float32)
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"hidden_dropout"});
   add_uniform_layers(spec, stack_kind::decoder, layers);
@@ -397,6 +398,7 @@ void build_phi(config_reader& cfg, model_spec& spec) {
   spec.activation = cfg.text("hidden_act", "gelu_new");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop"});
+  spec.eager_softmax_fp32 = true;  // modeling_phi.py eager attention: softmax(dtype=float32)
   const bool qk_norm = cfg.flag("qk_layernorm", false);
   add_uniform_layers(spec, stack_kind::decoder, layers);
 

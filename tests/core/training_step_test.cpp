@@ -723,6 +723,25 @@ TEST_CASE("a 16-bit module under DeepSpeed or Colossal-AI runs without autocast"
   REQUIRE(llama.ok());
   CHECK(llama.value().eager_softmax_fp32);
   CHECK_FALSE(bert.value().eager_softmax_fp32);
+  // So do BLOOM's and Phi's attention modules.
+  const auto bloom = parse_model_config(presets.at("bigscience/bloom-560m").at("config"), {}, "c");
+  const auto phi = parse_model_config(presets.at("microsoft/phi-2").at("config"), {}, "c");
+  REQUIRE(bloom.ok());
+  REQUIRE(phi.ok());
+  CHECK(bloom.value().eager_softmax_fp32);
+  CHECK(phi.value().eager_softmax_fp32);
+  // BLOOM (eager only) under ZeRO keeps 24 blocks x 4 x 16 heads x 512 x 512 fp32 softmax
+  // outputs beside their fp16 casts: 4 bytes a score more than with the flag off.
+  model_spec plain = bloom.value();
+  plain.eager_softmax_fp32 = false;
+  c.micro_batch = 4;
+  auto bloom_fp32 = estimate_training_step(bloom.value(), c, gpu_spec{});
+  auto bloom_fp16 = estimate_training_step(plain, c, gpu_spec{});
+  REQUIRE(bloom_fp32.ok());
+  REQUIRE(bloom_fp16.ok());
+  CHECK(at_peak(bloom_fp32.value(), memory_category::activations) -
+            at_peak(bloom_fp16.value(), memory_category::activations) ==
+        doctest::Approx(4.0 * 24 * 4 * 16 * 512 * 512).epsilon(0.01));
 }
 
 TEST_CASE("BERT's dense layers: attention output, MLP input and MLP output by their paths") {

@@ -117,8 +117,8 @@ struct model_spec {
   bool tied_embeddings = false;
   bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
   // Eager attention takes its softmax in fp32 whatever the activations' dtype (transformers'
-  // Llama-style eager_attention_forward: softmax(..., dtype=torch.float32)); other models do
-  // so only under autocast.
+  // Llama-style eager_attention_forward, BLOOM and Phi: softmax(..., dtype=torch.float32));
+  // other models do so only under autocast.
   bool eager_softmax_fp32 = false;
   // Gemma 2's soft cap of attention logits (attn_logit_softcapping; 0: none): cap * tanh(s / cap)
   // before the softmax, which the fused SDPA kernels cannot apply.
