@@ -419,10 +419,14 @@ block_memory block(const step_context& ctx, int layer_index) {
     // one-hot expert mask (int64) and the zeroed output being scattered into.
     m.saved.push_back(c * t * e + 4 * t * e);
     m.transient = std::max(m.transient, 8 * t * k * e + c * t * h);
+    // Each expert's output is kept for the routing weight's gradient (the product with
+    // routing_weights: the weights need one whenever the block's input does, trained router or
+    // not). Under tensor parallelism it is a partial sum of the whole width, not a split.
+    m.saved.push_back(c * t * k * h);
     if (ctx.full) {
-      // Trained experts keep the gathered tokens each expert reads (hidden_states[token_idx])
-      // and, the router training too, each expert's output for the routing weight's gradient.
-      m.saved.push_back(2 * c * t * k * h / ctx.tp);
+      // Trained experts keep the gathered tokens each expert reads (hidden_states[token_idx]),
+      // whole on every tensor-parallel rank.
+      m.saved.push_back(c * t * k * h);
       // Autocast casts every expert's slice of the fused fp32 weights per call (a view is not
       // cached) and keeps the copy for the input gradient.
       if (ctx.autocast_copies)
@@ -672,14 +676,24 @@ bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool 
 }
 
 std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp) {
-  if (spec.num_heads % tp == 0 && spec.num_kv_heads % tp == 0 && spec.intermediate_size % tp == 0)
+  // Expert tensor parallelism splits every routed expert's width and the shared expert's too.
+  const bool experts_split =
+      spec.moe.expert_intermediate % tp == 0 && spec.moe.shared_intermediate % tp == 0;
+  if (spec.num_heads % tp == 0 && spec.num_kv_heads % tp == 0 && spec.intermediate_size % tp == 0 &&
+      experts_split)
     return std::nullopt;
+  const std::string experts = spec.moe.num_experts == 0
+                                  ? ""
+                                  : ", the expert width (" +
+                                        std::to_string(spec.moe.expert_intermediate) +
+                                        ") and the shared experts' width (" +
+                                        std::to_string(spec.moe.shared_intermediate) + ")";
   return error{"parallel.invalid_degree", "parallel.tp",
                "[parallel.tp] tensor parallelism over " + std::to_string(tp) +
                    " ranks needs it to divide the attention heads (" +
                    std::to_string(spec.num_heads) + "), the key/value heads (" +
-                   std::to_string(spec.num_kv_heads) + ") and the MLP width (" +
-                   std::to_string(spec.intermediate_size) + ")"};
+                   std::to_string(spec.num_kv_heads) + "), the MLP width (" +
+                   std::to_string(spec.intermediate_size) + ")" + experts};
 }
 
 model_spec litgpt_model(const model_spec& spec) {

@@ -160,11 +160,50 @@ TEST_CASE(
   REQUIRE(none.ok());
   CHECK(none.value().trainable_params == 0);
   c.lora_targets = {"q_proj", "v_proj"};
-  // Per block, the router's bf16 logits and fp32 softmax over 8 experts for 2,048 tokens.
+  // Per block, the router's bf16 logits and fp32 softmax over 8 experts for 2,048 tokens, and
+  // each of the 2 experts' bf16 outputs a token gets, kept for the routing weight's gradient.
   const double router = 4.0 * 2048 * 8 * (2 + 4);
+  const double expert_outputs = 4.0 * 2048 * 2 * 4096 * 2;
   CHECK(at_peak(routed.value(), memory_category::activations) -
             at_peak(wide.value(), memory_category::activations) ==
-        doctest::Approx(router).epsilon(0.05));
+        doctest::Approx(router + expert_outputs).epsilon(0.05));
+}
+
+TEST_CASE("tensor parallelism over experts: widths checked, gathered tokens and outputs whole") {
+  const nlohmann::json qwen = {{"model_type", "qwen2_moe"},
+                               {"hidden_size", 2048},
+                               {"num_hidden_layers", 2},
+                               {"num_attention_heads", 16},
+                               {"num_key_value_heads", 16},
+                               {"intermediate_size", 5632},
+                               {"moe_intermediate_size", 1400},
+                               {"shared_expert_intermediate_size", 5632},
+                               {"num_experts", 60},
+                               {"num_experts_per_tok", 4},
+                               {"vocab_size", 151936}};
+  const auto spec = parse_model_config(qwen, {}, "c");
+  REQUIRE(spec.ok());
+  training_config c;
+  c.compute = compute_precision::pure_bf16;
+  c.optimizer_step = false;
+  c.seq_len = 1024;
+  c.tp_degree = 16;  // divides the heads and the dense widths, not the 1,400-wide experts
+  auto refused = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.failure().code == "parallel.invalid_degree");
+  CHECK(refused.failure().message.find("expert width (1400)") != std::string::npos);
+  // Full fine-tuning at tp 1 and 2: the gathered tokens and the expert outputs (4 experts a
+  // token, 2,048 wide, bf16) are whole on every rank, so the per-rank activations drop by less
+  // than half of them.
+  c.tp_degree = 1;
+  auto one = estimate_training_step(spec.value(), c, gpu_spec{});
+  c.tp_degree = 2;
+  auto two = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(one.ok());
+  REQUIRE(two.ok());
+  const double whole = 2.0 * 1024 * 4 * 2048 * 2 * 2;  // 2 blocks x (tokens + outputs)
+  CHECK(at_peak(two.value(), memory_category::activations) >=
+        at_peak(one.value(), memory_category::activations) / 2 + whole / 2);
 }
 
 TEST_CASE("bitsandbytes 4-bit storage, by hand (blocksize 64)") {
