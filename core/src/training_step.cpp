@@ -677,23 +677,25 @@ bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool 
 
 std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp) {
   // Expert tensor parallelism splits every routed expert's width and the shared expert's too.
-  const bool experts_split =
-      spec.moe.expert_intermediate % tp == 0 && spec.moe.shared_intermediate % tp == 0;
-  if (spec.num_heads % tp == 0 && spec.num_kv_heads % tp == 0 && spec.intermediate_size % tp == 0 &&
-      experts_split)
-    return std::nullopt;
-  const std::string experts = spec.moe.num_experts == 0
-                                  ? ""
-                                  : ", the expert width (" +
-                                        std::to_string(spec.moe.expert_intermediate) +
-                                        ") and the shared experts' width (" +
-                                        std::to_string(spec.moe.shared_intermediate) + ")";
+  std::vector<std::pair<const char*, std::uint64_t>> widths = {
+      {"the attention heads", spec.num_heads},
+      {"the key/value heads", spec.num_kv_heads},
+      {"the MLP width", spec.intermediate_size}};
+  if (spec.moe.num_experts > 0)
+    widths.push_back({"the expert width", spec.moe.expert_intermediate});
+  if (spec.moe.shared_intermediate > 0)
+    widths.push_back({"the shared experts' width", spec.moe.shared_intermediate});
+  bool divides = tp > 0;
+  for (const auto& [name, width] : widths) divides = divides && width % tp == 0;
+  if (divides) return std::nullopt;
+  std::string parts;
+  for (std::size_t i = 0; i < widths.size(); ++i) {
+    parts += i == 0 ? "" : i + 1 == widths.size() ? " and " : ", ";
+    parts += std::string(widths[i].first) + " (" + std::to_string(widths[i].second) + ")";
+  }
   return error{"parallel.invalid_degree", "parallel.tp",
                "[parallel.tp] tensor parallelism over " + std::to_string(tp) +
-                   " ranks needs it to divide the attention heads (" +
-                   std::to_string(spec.num_heads) + "), the key/value heads (" +
-                   std::to_string(spec.num_kv_heads) + "), the MLP width (" +
-                   std::to_string(spec.intermediate_size) + ")" + experts};
+                   " ranks needs it to divide " + parts};
 }
 
 model_spec litgpt_model(const model_spec& spec) {
@@ -775,8 +777,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // 16 bits and runs it without autocast (the fp32 copies of what trains live in the optimizer:
   // deepspeed/runtime/engine.py _configure_distributed_model, Colossal-AI LowLevelZeroModel and
   // GeminiDDP): its activations are all 16-bit.
-  const bool engine_16bit = is_amp(config.compute) && zero_engine(config.sharding) &&
-                            (!ctx.full || full_model_weight_bytes(config) == 2);
+  // A model stated as fp32 (`workload.weights`) is taken as not converted.
+  const bool engine_16bit =
+      is_amp(config.compute) && zero_engine(config.sharding) &&
+      (ctx.full ? full_model_weight_bytes(config) == 2
+                : config.base_weight_bytes == 0 || config.base_weight_bytes == 2);
   ctx.amp = is_amp(config.compute) && !engine_16bit;
   ctx.norms_train = ctx.full || config.finetune == finetune_kind::llama_adapter_v2;
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
@@ -1149,6 +1154,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // Chunks whose cross-entropy is a graph of its own, taken back one after another.
     std::uint64_t loss_chunks = 1;
     const std::uint64_t tv = output.rows * output.cols;
+    std::uint64_t chunk_elements = tv;  // of the largest chunk
     if (last_stage) {
       tl.phase("loss");
       if (deepspeed3) head.push_back(tl.allocate(output_root, cat::gathered_params));
@@ -1173,9 +1179,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
         // cross-entropy (CEWithChunkedOutputLoss), logits deleted before backward.
         const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
+        // torch.chunk along the sequence: chunks of ceil(seq / 8) tokens per sequence.
         loss_chunks = torchtune_output_chunks;
+        chunk_elements = config.micro_batch * ceil_div(config.seq_len, loss_chunks) * output.cols;
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
-        const int upcast = tl.allocate(4 * tv / loss_chunks, cat::logits_and_loss);
+        const int upcast = ctx.c == 4 ? -1 : tl.allocate(4 * chunk_elements, cat::logits_and_loss);
         tl.free(upcast);
         tl.free(chunks);
       } else {
@@ -1311,12 +1319,14 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data). Chunked,
       // autograd runs each chunk's nll, log_softmax and upcast backward before the next (a
       // chunk's nodes are younger than the previous chunk's: the engine takes the highest
-      // sequence number first), so only the 16-bit gradients of all chunks pile up.
-      const int grad_nll = tl.allocate(4 * tv / loss_chunks, cat::logits_and_loss);
-      const int grad_logits = tl.allocate(4 * tv / loss_chunks, cat::logits_and_loss);
+      // sequence number first), so only the gradients of all chunks in the logits' dtype pile up
+      // (in fp32 the upcast is no node and each chunk's fp32 gradient waits for the head).
+      const int grad_nll = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
+      const int grad_logits = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
       tl.free(grad_nll);
       tl.free(log_softmax);
-      const int grad_c = ctx.c == 4 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
+      const int grad_c =
+          ctx.c == 4 && loss_chunks == 1 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
       tl.free(tl.allocate(head_dequantised, cat::activations));  // the head's input gradient
       tl.free(grad_logits);
       tl.free(kept_logits);
