@@ -1151,10 +1151,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     std::vector<int> head;
     int log_softmax = -1;
     int kept_logits = -1;  // logits the framework keeps referenced into the backward
-    // Chunks whose cross-entropy is a graph of its own, taken back one after another.
-    std::uint64_t loss_chunks = 1;
     const std::uint64_t tv = output.rows * output.cols;
-    std::uint64_t chunk_elements = tv;  // of the largest chunk
+    // The largest of the chunks whose cross-entropy is a graph of its own (taken back one after
+    // another); the whole output when the loss is not chunked.
+    std::uint64_t chunk_elements = tv;
     if (last_stage) {
       tl.phase("loss");
       if (deepspeed3) head.push_back(tl.allocate(output_root, cat::gathered_params));
@@ -1180,8 +1180,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         // cross-entropy (CEWithChunkedOutputLoss), logits deleted before backward.
         const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
         // torch.chunk along the sequence: chunks of ceil(seq / 8) tokens per sequence.
-        loss_chunks = torchtune_output_chunks;
-        chunk_elements = config.micro_batch * ceil_div(config.seq_len, loss_chunks) * output.cols;
+        chunk_elements =
+            config.micro_batch * ceil_div(config.seq_len, torchtune_output_chunks) * output.cols;
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
         const int upcast = ctx.c == 4 ? -1 : tl.allocate(4 * chunk_elements, cat::logits_and_loss);
         tl.free(upcast);
@@ -1326,7 +1326,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       tl.free(grad_nll);
       tl.free(log_softmax);
       const int grad_c =
-          ctx.c == 4 && loss_chunks == 1 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
+          ctx.c == 4 && chunk_elements == tv ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
       tl.free(tl.allocate(head_dequantised, cat::activations));  // the head's input gradient
       tl.free(grad_logits);
       tl.free(kept_logits);
