@@ -43,6 +43,8 @@ Usage:
                                        pipeline [--micro-batches M] [--pp P --tp T
                                          --dp-method ddp|zero1: 3D, P stages of T GPUs]]
                     [--tp T: DP+TP, T tensor-parallel GPUs per data-parallel group]
+                    [--cp C [--cp-kind ring|ulysses]: context parallelism under a
+                     data-parallel method, each sequence split over C GPUs]
                     [--reduce-bucket-size E (zero2, zero3) --prefetch-bucket-size E
                      --persistence-threshold E (zero3): DeepSpeed's, in elements]
                     [--offload-optimizer|--offload-params|--offload-gradients|
@@ -403,6 +405,8 @@ int estimate_command(const arguments& args) {
   request["parallel"] = {{"method", option(args, "method", "single")}};
   if (args.options.count("tp")) request["parallel"]["tp"] = number_option(args.options.at("tp"));
   if (args.options.count("sequence-parallel")) request["parallel"]["sequence_parallel"] = true;
+  if (args.options.count("cp")) request["parallel"]["cp"] = number_option(args.options.at("cp"));
+  if (args.options.count("cp-kind")) request["parallel"]["cp_kind"] = args.options.at("cp-kind");
   if (args.options.count("micro-batches")) {
     request["parallel"]["micro_batches"] = number_option(args.options.at("micro-batches"));
   }

@@ -251,7 +251,9 @@ std::string detailed_estimate(const json& request, training_context& c) {
   if (!workload.ok()) return respond_error(workload.failure());
   const training_parallel& layout = parallel.value();
   workload.value().sharding = layout.sharding;
-  workload.value().dp_degree = layout.shard_group ? layout.shard_group : layout.dp;
+  workload.value().dp_degree = layout.shard_group ? layout.shard_group : layout.dp * layout.cp;
+  workload.value().cp_degree = layout.cp;
+  workload.value().cp_kind = layout.cp_kind;
   workload.value().tp_degree = layout.tp;
   workload.value().sequence_parallel = layout.sequence_parallel;
   auto metric = read_metric(request);
@@ -321,6 +323,11 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"sequence_parallel", layout.sequence_parallel},
       {"pp", layout.pp}};
   if (layout.shard_group) result["parallel"]["shard_group"] = layout.shard_group;
+  if (layout.cp > 1) {
+    result["parallel"]["cp"] = layout.cp;
+    result["parallel"]["cp_kind"] =
+        layout.cp_kind == context_parallel_kind::ulysses ? "ulysses" : "ring";
+  }
   // The DeepSpeed buckets the replay used (stated or DeepSpeed's defaults).
   if (layout.sharding == data_parallel::zero2) {
     result["parallel"]["deepspeed"] = {{"reduce_bucket_size", layout.reduce_bucket_elements}};

@@ -283,8 +283,8 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
   if (auto e = check_object(request, "parallel")) return *e;
   const json& parallel = member(request, "parallel");
   if (auto e = unknown_keys(parallel, "parallel",
-                            {"method", "sequence_parallel", "micro_batches", "tp", "pp",
-                             "dp_method", "offload", "deepspeed"}))
+                            {"method", "sequence_parallel", "micro_batches", "tp", "cp", "cp_kind",
+                             "pp", "dp_method", "offload", "deepspeed"}))
     return *e;
   // Gemini's "auto" placement of its parameter chunks (gemini_placement.hpp): replayed as the
   // CPU placement, then the chunks the policy keeps on the GPU.
@@ -353,7 +353,14 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
   config_reader in(parallel, "parallel", "request");
   const std::uint64_t micro_batches = in.optional({"micro_batches"}, 0, 1ULL << 20, 1);
   const std::uint64_t tp = in.optional({"tp"}, 1, gpus, 1);
+  const std::uint64_t cp = in.optional({"cp"}, 1, gpus, 1);
+  const std::string cp_kind = in.text("cp_kind", "ring");
   if (auto problem = in.problem("")) return *problem;
+  const auto cp_kind_value = context_parallel_kind_named(cp_kind);
+  if (!cp_kind_value) {
+    return error{"request.invalid_value", "parallel.cp_kind",
+                 "[parallel.cp_kind] must be ring or ulysses; got '" + cp_kind + "'"};
+  }
   for (const char* key : {"micro_batches", "pp", "dp_method"}) {
     if (parallel.contains(key) && !pipeline) {
       return error{"request.invalid_value", std::string("parallel.") + key,
@@ -376,12 +383,24 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
     // Data parallelism may run over groups of `tp` tensor-parallel GPUs (DP+TP, Megatron-LM's
     // layout; ZeRO over the data-parallel ranks like its distributed optimizer).
     const bool hybrid = value && !single && parallel.contains("tp") && tp > 1;
+    for (const char* key : {"cp", "cp_kind"}) {
+      if (parallel.contains(key) && !(value && !single)) {
+        return error{"request.invalid_value", std::string("parallel.") + key,
+                     "[parallel." + std::string(key) +
+                         "] applies to the data-parallel methods (ddp, zero1-3, gemini, fsdp_*)"};
+      }
+    }
+    if (cp > 1 && gpus % (tp * cp) != 0) {
+      return error{"parallel.invalid_degree", "parallel.cp",
+                   "[parallel.cp] tp x cp (" + std::to_string(tp) + " x " + std::to_string(cp) +
+                       ") must divide cluster.gpus (" + std::to_string(gpus) + ")"};
+    }
     if (parallel.contains("tp") && !tensor && !pipeline && !(value && !single)) {
       return error{"request.invalid_value", "parallel.tp",
                    "[parallel.tp] applies to the data-parallel methods (DP+TP), tensor_parallel "
                    "and pipeline"};
     }
-    if (hybrid && (gpus % tp != 0 || tp == gpus)) {
+    if (hybrid && cp == 1 && (gpus % tp != 0 || tp == gpus)) {
       return error{"parallel.invalid_tp", "parallel.tp",
                    "[parallel.tp] must divide cluster.gpus (" + std::to_string(gpus) +
                        ") and leave at least 2 data-parallel groups; got " + std::to_string(tp)};
@@ -441,7 +460,9 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
       }
       out.sharding = *value;
       out.tp = hybrid ? tp : 1;
-      out.dp = gpus / out.tp;
+      out.cp = cp;
+      out.cp_kind = *cp_kind_value;
+      out.dp = gpus / (out.tp * cp);
       out.sequence_parallel = sp.get<bool>();
       if (hybrid_shard) out.shard_group = gpus_per_node;
     }

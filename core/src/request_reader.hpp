@@ -59,6 +59,9 @@ struct training_parallel {
   std::uint64_t dp = 1;
   std::uint64_t tp = 1;
   bool sequence_parallel = false;
+  // Context parallelism (`cp`, `cp_kind` ring or ulysses) under a data-parallel method.
+  std::uint64_t cp = 1;
+  context_parallel_kind cp_kind = context_parallel_kind::ring;
   std::uint64_t pp = 1;
   std::uint64_t micro_batches = 0;  // per optimizer step, pipeline only (0: as many as stages)
   // FSDP HYBRID_SHARD: the ranks a unit is sharded over (one node's); 0: all dp ranks.
@@ -80,7 +83,8 @@ struct training_parallel {
 // fsdp_shard_grad_op (data parallelism over cluster.gpus ranks), tensor_parallel (over all of
 // them, with `sequence_parallel` true or false) or pipeline (one stage per GPU, 1F1B, with
 // `micro_batches` per step); fsdp_hybrid_shard shards within each node of gpus_per_node GPUs and
-// replicates across nodes.
+// replicates across nodes. The data-parallel methods also take `tp` (DP+TP) and `cp` (each
+// sequence split over cp ranks; `cp_kind` ring or ulysses): dp = gpus / (tp x cp).
 result<training_parallel> read_training_parallel(const nlohmann::json& request, std::uint64_t gpus,
                                                  std::uint64_t gpus_per_node);
 

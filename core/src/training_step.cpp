@@ -70,9 +70,11 @@ struct block_memory {
 struct step_context {
   const model_spec& spec;
   const training_config& config;
-  std::uint64_t tokens = 0;    // B s
+  std::uint64_t seq = 0;       // tokens of each sequence on this rank (s / cp)
+  std::uint64_t tokens = 0;    // B s / cp
   std::uint64_t h_tokens = 0;  // tokens of this rank's hidden-width tensors (B s / t with SP)
   std::uint64_t tp = 1;        // tensor-parallel degree
+  std::uint64_t cp = 1;        // context-parallel degree
   std::uint64_t c = 2;         // compute bytes
   std::uint64_t r = 4;         // residual-stream bytes (the embedding weight's dtype)
   std::uint64_t adapter_bytes = 4;
@@ -341,8 +343,12 @@ block_memory block(const step_context& ctx, int layer_index) {
   // (torch/backends/cuda sdp_utils: check_gqa / can_use_mem_efficient_attention), which
   // materialises the scores like eager attention does. Eager attention keeps the fp32
   // softmax, its 16-bit cast and K/V repeated to all heads.
+  // Ulysses attends over the whole sequence with heads / cp of the heads; otherwise a rank's
+  // queries meet its own tokens' keys (ring attention is refused with eager kernels).
+  const bool ulysses = ctx.cp > 1 && ctx.config.cp_kind == context_parallel_kind::ulysses;
   const std::uint64_t scores =
-      ctx.config.micro_batch * heads * ctx.config.seq_len * ctx.config.seq_len;
+      ulysses ? ctx.config.micro_batch * (heads / ctx.cp) * ctx.config.seq_len * ctx.config.seq_len
+              : ctx.config.micro_batch * heads * ctx.seq * ctx.seq;
   const bool math_sdpa =
       !eager && sdpa_math_kernel(spec, c, ctx.config.framework == framework_profile::transformers);
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
@@ -372,7 +378,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     m.transient = std::max(m.transient, 2 * c * scores);  // scaled and masked scores
   } else {
     m.saved.push_back(c * t * q);  // output
-    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.config.seq_len);
+    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
   }
   const bool adapter_block =
       (ctx.config.finetune == finetune_kind::llama_adapter_v1 ||
@@ -383,7 +389,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     // (kept by the kernel and by the gate's product) and log-sum-exp. The prompt's own q/k/v
     // are adapter_prompt_length rows.
     m.saved.push_back(c * t * q);
-    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.config.seq_len);
+    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
   }
 
   // 3. Output projection (reads the attention output, made contiguous).
@@ -455,6 +461,24 @@ block_memory block(const step_context& ctx, int layer_index) {
   m.transient = std::max(m.transient, c * t * i + ctx.r * th * h);
   m.backward_transient += 3 * c * t * i + 2 * ctx.r * th * h;
   m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
+  // Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
+  if (ctx.cp > 1) {
+    const std::uint64_t kv_chunk = c * t * 2 * kv;  // one rank's keys and values
+    if (ulysses) {
+      // DeepSpeed-Ulysses (deepspeed/sequence/layer.py single_all_to_all): the caller's q/k/v
+      // stay alive while each all-to-all makes a contiguous send copy and a receive buffer; the
+      // backward all-to-alls the gradients the same way.
+      const std::uint64_t all_to_all = c * t * q + kv_chunk + 2 * c * t * q;
+      m.transient = std::max(m.transient, all_to_all);
+      m.backward_transient = std::max(m.backward_transient, all_to_all);
+    } else {
+      // TransformerEngine's ring (context_parallel.py AttnFuncWithCPAndKVP2P): the forward keeps
+      // every step's received K/V and output until its loop ends (the last K/V is saved); the
+      // backward holds dq, two buffers of K/V with their dK/dV, and one step's dq and dK/dV.
+      m.transient = std::max(m.transient, (ctx.cp - 1) * kv_chunk + ctx.cp * c * t * q);
+      m.backward_transient = std::max(m.backward_transient, 2 * c * t * q + 5 * kv_chunk);
+    }
+  }
   if (ctx.config.finetune == finetune_kind::llama_adapter_v1 &&
       static_cast<std::uint64_t>(layer_index) < ctx.config.adapter_start_layer) {
     // Nothing below or in the block trains: it runs without a graph.
@@ -474,8 +498,8 @@ struct output_shape {
   std::uint64_t rows = 0;
   std::uint64_t cols = 0;
 };
-output_shape output_of(const model_spec& spec, const training_config& config, std::uint64_t v) {
-  const std::uint64_t tokens = config.micro_batch * config.seq_len;
+output_shape output_of(const model_spec& spec, const training_config& config, std::uint64_t v,
+                       std::uint64_t tokens) {
   if (spec.causal || spec.architecture.find("MaskedLM") != std::string::npos ||
       spec.architecture.find("PreTraining") != std::string::npos) {
     return {tokens, v};
@@ -551,6 +575,12 @@ std::optional<compute_precision> compute_precision_named(const std::string& name
   for (const auto& [precision, value] : precisions) {
     if (name == precision) return value;
   }
+  return std::nullopt;
+}
+
+std::optional<context_parallel_kind> context_parallel_kind_named(const std::string& name) {
+  if (name == "ring") return context_parallel_kind::ring;
+  if (name == "ulysses") return context_parallel_kind::ulysses;
   return std::nullopt;
 }
 
@@ -698,6 +728,39 @@ std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t
                    " ranks needs it to divide " + parts};
 }
 
+namespace {
+// Context parallelism splits every sequence evenly over the cp ranks (Megatron-LM and
+// torchtitan cut it into 2 cp load-balanced chunks, a multiple of cp as well); Ulysses
+// scatters the heads and the key/value heads over them (deepspeed/sequence/layer.py); ring
+// attention runs fused kernels only (TransformerEngine's and PyTorch's ring attention wrap the
+// flash / memory-efficient kernels).
+std::optional<error> check_context_parallel(const model_spec& spec, const training_config& config,
+                                            std::uint64_t tp, std::uint64_t cp) {
+  if (cp == 1) return std::nullopt;
+  if (config.seq_len % cp != 0) {
+    return error{"parallel.invalid_degree", "parallel.cp",
+                 "[parallel.cp] context parallelism splits each sequence evenly: seq_len " +
+                     std::to_string(config.seq_len) + " is not a multiple of cp " +
+                     std::to_string(cp)};
+  }
+  if (config.cp_kind == context_parallel_kind::ulysses &&
+      (spec.num_heads / tp % cp != 0 || spec.num_kv_heads / tp % cp != 0)) {
+    return error{"parallel.invalid_degree", "parallel.cp",
+                 "[parallel.cp] Ulysses scatters the heads over the cp ranks: cp " +
+                     std::to_string(cp) + " must divide the attention heads (" +
+                     std::to_string(spec.num_heads / tp) + ") and key/value heads (" +
+                     std::to_string(spec.num_kv_heads / tp) + ") of each tensor-parallel rank"};
+  }
+  if (config.cp_kind == context_parallel_kind::ring &&
+      config.attention == attention_kernel::eager) {
+    return error{"request.invalid_value", "workload.attention",
+                 "[workload.attention] ring attention runs a fused kernel: use sdpa (or cp_kind "
+                 "ulysses for eager attention)"};
+  }
+  return std::nullopt;
+}
+}  // namespace
+
 model_spec litgpt_model(const model_spec& spec) {
   model_spec out = spec;
   if (!spec.tied_embeddings) return out;
@@ -732,6 +795,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   }
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
   if (auto e = check_tensor_parallel(spec, tp)) return *e;
+  const std::uint64_t cp = std::max<std::uint64_t>(config.cp_degree, 1);
+  if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
   if (pp > spec.layers.size() || config.pp_stage >= pp) {
     return error{"parallel.invalid_degree", "parallel.pp",
@@ -766,7 +831,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     return input_side ? first_stage : last_stage;
   };
   step_context ctx{spec, config};
-  ctx.tokens = config.micro_batch * config.seq_len;
+  ctx.cp = cp;
+  ctx.seq = config.seq_len / cp;
+  ctx.tokens = config.micro_batch * ctx.seq;
   ctx.tp = tp;
   // Sequence parallelism splits the hidden-width tensors along the sequence (Korthikanti et al.
   // 2022, "Reducing Activation Recomputation in Large Transformer Models").
@@ -1023,7 +1090,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const std::uint64_t th = ctx.h_tokens;
   const std::uint64_t h = spec.hidden_size;
   const std::uint64_t v = ceil_div(spec.vocab_size, tp);  // vocabulary-parallel LM head
-  const output_shape output = output_of(spec, config, v);
+  const output_shape output = output_of(spec, config, v, ctx.tokens);
   const std::uint64_t e = spec.embedding_dim;
 
   // torchtune's single-device full fine-tuning recipes step each parameter inside backward
@@ -1181,7 +1248,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         const int chunks = tl.allocate(ctx.c * tv, cat::logits_and_loss);
         // torch.chunk along the sequence: chunks of ceil(seq / 8) tokens per sequence.
         chunk_elements =
-            config.micro_batch * ceil_div(config.seq_len, torchtune_output_chunks) * output.cols;
+            config.micro_batch * ceil_div(ctx.seq, torchtune_output_chunks) * output.cols;
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
         const int upcast = ctx.c == 4 ? -1 : tl.allocate(4 * chunk_elements, cat::logits_and_loss);
         tl.free(upcast);

@@ -271,7 +271,6 @@ std::string training_config_for(const json& p, training_config& config,
                ? parallel.at(key).get<std::uint64_t>()
                : 1;
   };
-  if (degree("cp") > 1) return "context parallelism is not modelled yet in detailed mode";
   if (degree("pp") > 1) return "pipeline parallelism is not read from validation points yet";
   // Tensor parallelism, alone or under a data-parallel method (DP+TP).
   config.tp_degree = degree("tp");
@@ -287,8 +286,18 @@ std::string training_config_for(const json& p, training_config& config,
   const auto sharding = data_parallel_named(method);
   if (!sharding) return "method " + method + " is not modelled yet in detailed mode";
   config.sharding = *sharding;
-  config.dp_degree = std::max<std::uint64_t>(degree("dp"), 1);
   const std::string framework = text_or(w, "framework", "");
+  // Context parallelism: the states are sharded over the data- and context-parallel ranks. The
+  // format does not say ring or Ulysses: DeepSpeed scripts read as Ulysses (DeepSpeed's own
+  // sequence parallelism), the rest as ring attention (Megatron-LM, torchtitan).
+  config.cp_degree = degree("cp");
+  config.dp_degree = std::max<std::uint64_t>(degree("dp"), 1) * config.cp_degree;
+  if (config.cp_degree > 1) {
+    const bool ulysses = framework == "deepspeed";
+    config.cp_kind = ulysses ? context_parallel_kind::ulysses : context_parallel_kind::ring;
+    defaults_note += ulysses ? "; context parallelism read as Ulysses (DeepSpeed's)"
+                             : "; context parallelism read as ring attention";
+  }
   if (framework == "litgpt") config.framework = framework_profile::litgpt;
   if (framework == "torchtune") config.framework = framework_profile::torchtune;
   // Buckets of DeepSpeed ZeRO-2/3 and Colossal-AI's LowLevelZero: DeepSpeed's defaults

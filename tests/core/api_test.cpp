@@ -201,5 +201,40 @@ TEST_CASE("3D parallelism: pipeline stages of tensor-parallel GPUs, replicated w
               "parallel.pp");
 }
 
+TEST_CASE("context parallelism: states sharded over the data- and context-parallel ranks") {
+  auto request = [](const json& parallel, int seq_len) {
+    return json{{"api_version", 1},
+                {"command", "estimate"},
+                {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 16}}},
+                {"workload", {{"micro_batch", 1}, {"seq_len", seq_len}, {"grad_ckpt", true}}},
+                {"parallel", parallel},
+                {"metric", "allocated"}};
+  };
+  const json cp = call(request({{"method", "zero1"}, {"tp", 2}, {"cp", 4}}, 8192));
+  REQUIRE(cp.at("ok") == true);
+  const json& r = cp.at("result");
+  CHECK(r.at("parallel").at("dp") == 2);
+  CHECK(r.at("parallel").at("cp") == 4);
+  CHECK(r.at("parallel").at("cp_kind") == "ring");
+  // ZeRO-1 shards over dp x cp = 8 ranks, as it does over 8 data-parallel ranks without cp.
+  const json dp = call(request({{"method", "zero1"}, {"tp", 2}}, 2048));
+  REQUIRE(dp.at("ok") == true);
+  const auto states = [](const json& response) {
+    return response.at("result").at("per_gpu").at(0).at("components").at("optimizer_states");
+  };
+  CHECK(states(cp).get<double>() == doctest::Approx(states(dp).get<double>()));
+  check_error(call(request({{"method", "zero1"}, {"cp", 3}}, 8193)), "parallel.invalid_degree",
+              "parallel.cp");
+  check_error(call(request({{"method", "zero1"}, {"cp", 4}}, 8194)), "parallel.invalid_degree",
+              "parallel.cp");
+  check_error(call(request({{"method", "zero1"}, {"cp", 2}, {"cp_kind", "stripe"}}, 8192)),
+              "request.invalid_value", "parallel.cp_kind");
+  check_error(call(request({{"method", "tensor_parallel"}, {"cp", 2}}, 8192)),
+              "request.invalid_value", "parallel.cp");
+  check_error(call(request({{"method", "zero3"}, {"cp", 16}, {"cp_kind", "ulysses"}}, 8192)),
+              "parallel.invalid_degree", "parallel.cp");
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -313,6 +313,64 @@ TEST_CASE("sequence parallelism divides the activations by the tensor-parallel d
   CHECK(bad.failure().field == "parallel.tp");
 }
 
+TEST_CASE("context parallelism: a rank keeps its tokens' share; Ulysses attends over all") {
+  const auto spec = llama_1b();  // 32 heads, 8 key/value heads of 64, MLP 8192
+  REQUIRE(spec.ok());
+  training_config config;
+  config.optimizer_step = false;
+  config.seq_len = 1024;
+  auto single = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.seq_len = 4096;
+  config.cp_degree = 4;
+  auto ring = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(single.ok());
+  REQUIRE(ring.ok());
+  // 1024 tokens a rank either way. The ring's buffers, by hand (t 1024, bf16): forward 3 K/V
+  // chunks of 2 MiB and 4 outputs of 4 MiB (22 MiB), backward 2 x 4 MiB + 5 x 2 MiB (18 MiB),
+  // stay under the block's own MLP temporaries (24 and 64 MiB), so nothing else changes.
+  CHECK(ring.value().peak.allocated == single.value().peak.allocated);
+  CHECK(at_peak(ring.value(), memory_category::logits_and_loss) ==
+        at_peak(single.value(), memory_category::logits_and_loss));
+
+  // Eager attention under Ulysses keeps B (heads / cp) s^2 scores per block: 4x the scores of a
+  // 1024-token sequence over all heads.
+  config.attention = attention_kernel::eager;
+  config.cp_kind = context_parallel_kind::ulysses;
+  auto ulysses_eager = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.attention = attention_kernel::sdpa;
+  auto ulysses_sdpa = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.cp_degree = 1;
+  config.seq_len = 1024;
+  config.attention = attention_kernel::eager;
+  auto single_eager = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(ulysses_eager.ok());
+  REQUIRE(ulysses_sdpa.ok());
+  REQUIRE(single_eager.ok());
+  const auto scores_of = [](const training_estimate& eager, const training_estimate& fused) {
+    return at_peak(eager, memory_category::activations) -
+           at_peak(fused, memory_category::activations);
+  };
+  CHECK(scores_of(ulysses_eager.value(), ulysses_sdpa.value()) ==
+        doctest::Approx(4 * scores_of(single_eager.value(), single.value())).epsilon(0.03));
+
+  // The split must be even, Ulysses must divide the heads, and the ring runs fused kernels.
+  config.cp_degree = 3;
+  config.attention = attention_kernel::sdpa;
+  auto uneven = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(uneven.ok());
+  CHECK(uneven.failure().field == "parallel.cp");
+  config.cp_degree = 16;
+  config.seq_len = 16384;
+  auto heads = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(heads.ok());
+  CHECK(heads.failure().code == "parallel.invalid_degree");
+  config.cp_kind = context_parallel_kind::ring;
+  config.attention = attention_kernel::eager;
+  auto eager_ring = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(eager_ring.ok());
+  CHECK(eager_ring.failure().field == "workload.attention");
+}
+
 TEST_CASE("pipeline stages split the blocks evenly, the first stages taking the remainder") {
   CHECK(pipeline_stage_layers(32, 4, 0).first == 0);
   CHECK(pipeline_stage_layers(32, 4, 3).first == 24);

@@ -61,6 +61,13 @@ std::optional<finetune_kind> finetune_kind_named(const std::string& name);
 // pure_bf16), if it is one.
 std::optional<compute_precision> compute_precision_named(const std::string& name);
 
+// Context parallelism: each sequence split over cp ranks along its tokens. Ring attention
+// (Megatron-LM / TransformerEngine, torchtitan) keeps each rank's queries and passes the K/V
+// chunks from rank to rank; DeepSpeed-Ulysses all-to-alls q/k/v so each rank attends over the
+// whole sequence with heads / cp of the heads (deepspeed/sequence/layer.py).
+enum class context_parallel_kind { ring, ulysses };
+std::optional<context_parallel_kind> context_parallel_kind_named(const std::string& name);
+
 // Whose training code runs the step, where it differs in what it keeps (docs/methodology.md):
 // transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
 enum class framework_profile { transformers, litgpt, torchtune };
@@ -121,7 +128,13 @@ struct training_config {
   std::uint64_t full_weight_bytes = 0;
   framework_profile framework = framework_profile::transformers;
   data_parallel sharding = data_parallel::none;
+  // The ranks ZeRO / FSDP / Gemini shard the model states over: the data-parallel ranks times
+  // the context-parallel ones (DeepSpeed's sequence-data-parallel group, Megatron-LM's
+  // data-parallel-with-context-parallel group), or one node's under hybrid sharding.
   std::uint64_t dp_degree = 1;
+  // Context parallelism over cp_degree ranks (estimate_training_step checks the split).
+  std::uint64_t cp_degree = 1;
+  context_parallel_kind cp_kind = context_parallel_kind::ring;
   // Megatron-style tensor parallelism over tp_degree ranks (estimate_training_step checks the
   // model divides), optionally with sequence parallelism for the hidden-width activations.
   std::uint64_t tp_degree = 1;
