@@ -433,9 +433,13 @@ std::string inference_config_for(const json& p, inference_config& config) {
   const json& parallel = object_at(p, "parallel");
   if (parallel.value("cpu_offload", false) || !parallel.value("offload", json()).is_null())
     return "offloaded runs are not modelled yet";
-  // HF Trainer and accelerate run transformers' own generate.
+  // HF Trainer, accelerate, PEFT's example scripts and optimum (optimum-benchmark's PyTorch
+  // backend, optimum's GPTQ integration) run transformers' own generate. AutoAWQ's fused modules
+  // and unsloth's inference path keep caches of their own and stay unread.
   std::string framework = text_or(w, "framework", "transformers");
-  if (framework == "hf_trainer" || framework == "accelerate") framework = "transformers";
+  for (const char* runs_transformers : {"hf_trainer", "accelerate", "peft_examples", "optimum"}) {
+    if (framework == runs_transformers) framework = "transformers";
+  }
   const auto profile = serving_framework_named(framework);
   if (!profile || *profile == serving_framework::llama_cpp)
     return "inference under " + framework + " is not modelled yet";

@@ -102,5 +102,42 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
         "parallel.dp must be an integer in 1..65536");
 }
 
+TEST_CASE("inference under scripts that run transformers' generate is read as transformers") {
+  nlohmann::json p = {{"id", "p"},
+                      {"kind", "peak"},
+                      {"metric", "allocated"},
+                      {"measured_gib", 1.0},
+                      {"model",
+                       {{"config",
+                         {{"model_type", "llama"},
+                          {"hidden_size", 256},
+                          {"intermediate_size", 512},
+                          {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4},
+                          {"vocab_size", 1000}}}}},
+                      {"workload",
+                       {{"phase", "inference"},
+                        {"weights", "bf16"},
+                        {"compute", "pure_bf16"},
+                        {"micro_batch", 1},
+                        {"seq_len", 64},
+                        {"new_tokens", 16},
+                        {"framework", "transformers"}}},
+                      {"parallel", {{"method", "single"}, {"gpus", 1}}},
+                      {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+  const auto reference = validate_memory(nlohmann::json::array({p})).points.at(0);
+  REQUIRE(reference.scored);
+  for (const char* framework : {"optimum", "peft_examples", "hf_trainer", "accelerate"}) {
+    p["workload"]["framework"] = framework;
+    const auto point = validate_memory(nlohmann::json::array({p})).points.at(0);
+    CAPTURE(framework);
+    REQUIRE(point.scored);
+    CHECK(point.estimated_gib == reference.estimated_gib);
+  }
+  // AutoAWQ's fused modules and unsloth keep caches of their own.
+  p["workload"]["framework"] = "autoawq";
+  CHECK_FALSE(validate_memory(nlohmann::json::array({p})).points.at(0).scored);
+}
+
 }  // namespace
 }  // namespace gpumem
