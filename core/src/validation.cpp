@@ -271,7 +271,11 @@ std::string training_config_for(const json& p, training_config& config,
                ? parallel.at(key).get<std::uint64_t>()
                : 1;
   };
-  if (degree("pp") > 1) return "pipeline parallelism is not read from validation points yet";
+  // Pipeline stages (1F1B, as many micro-batches in flight as the format leaves unstated: one
+  // per stage).
+  config.pp_degree = degree("pp");
+  if (config.pp_degree > 1)
+    defaults_note += "; pipeline: the busiest stage, one micro-batch in flight per stage";
   // Tensor parallelism, alone or under a data-parallel method (DP+TP).
   config.tp_degree = degree("tp");
   const json& sp = parallel.value("sequence_parallel", json());
@@ -566,7 +570,18 @@ memory_report validate_memory(const json& points) {
       device_used = inference_device_used(e, context_bytes);
       peak_phase = e.peak.phase;
     } else {
+      // A pipeline's stages differ (embeddings first, LM head last, 1F1B in-flight
+      // micro-batches): the busiest one, which decides whether the run fits.
       auto estimate = estimate_training_step(spec.value(), config, gpu);
+      for (std::uint64_t stage = 1; estimate.ok() && stage < config.pp_degree; ++stage) {
+        training_config staged = config;
+        staged.pp_stage = stage;
+        auto next = estimate_training_step(spec.value(), staged, gpu);
+        if (!next.ok() || next.value().peak.allocated > estimate.value().peak.allocated) {
+          estimate = std::move(next);
+          config = staged;
+        }
+      }
       if (!estimate.ok()) {
         skip(estimate.failure().message);
         continue;
