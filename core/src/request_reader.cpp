@@ -494,7 +494,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   if (auto e = unknown_keys(
           workload, "workload",
           {"phase", "finetune", "lora", "weights", "compute", "optimizer", "micro_batch", "seq_len",
-           "grad_ckpt", "grad_accumulation", "attention", "framework"})) {
+           "grad_ckpt", "grad_accumulation", "attention", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -517,6 +517,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   out.grad_ckpt = in.flag("grad_ckpt", false);
+  out.kbit_preparation = in.flag("kbit_preparation", true);
   out.grad_accumulation = in.optional({"grad_accumulation"}, 1, 65536);
   if (auto problem = in.problem("required for an estimate")) return *problem;
   out.optimizer_step = *phase == "train" && *optimizer != "none";
@@ -584,6 +585,12 @@ result<training_config> read_detailed_workload(const json& request, const model_
                    "[workload.weights] must be fp32, bf16, fp16, nf4, fp4 or nf4_double_quant"};
     }
     out.base_weight_bytes = weights == "fp32" ? 4 : 2;
+  }
+  if (workload.contains("kbit_preparation") && (out.quantization == base_quantization::none ||
+                                                out.framework != framework_profile::transformers)) {
+    return error{"request.invalid_value", "workload.kbit_preparation",
+                 "[workload.kbit_preparation] applies to a 4-bit LoRA base (weights nf4, fp4 or "
+                 "nf4_double_quant) under the transformers framework"};
   }
   if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
   return out;

@@ -83,6 +83,7 @@ struct step_context {
   bool norms_train = false;       // full fine-tuning, LLaMA-Adapter v2
   bool quantized = false;         // QLoRA: bitsandbytes 4-bit block linears
   bool fp16_quant_state = false;  // 4-bit weights quantised from fp16, computed in bf16
+  bool kbit_prepared = false;     // PEFT prepare_model_for_kbit_training: fp32 norms
   bool autocast_copies = false;   // fp32 trainable weights under autocast get 16-bit copies
 };
 
@@ -139,8 +140,16 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
                   std::uint64_t input_bytes, bool trainable, bool adapter, bool own_dropout,
                   bool& shared_saved) {
   // bitsandbytes MatMul4Bit keeps its input whenever the input needs a gradient, frozen weight
-  // or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)).
-  if (ctx.quantized) shared_saved = true;
+  // or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)); an
+  // input in another dtype than the compute one is cast first, a copy per call
+  // (bitsandbytes/nn/modules.py Linear4bit.forward).
+  if (ctx.quantized) {
+    if (input_bytes == ctx.c) {
+      shared_saved = true;
+    } else {
+      m.saved.push_back(elems * ctx.c);
+    }
+  }
   if (trainable) {
     if (ctx.amp && input_bytes != ctx.c) {
       m.saved.push_back(elems * ctx.c);  // autocast casts the input for every linear separately
@@ -248,9 +257,10 @@ void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
 }
 
 // The element size of a norm's output: RMSNorm returns the input dtype; LayerNorm runs in fp32
-// under autocast.
+// under autocast; an fp32 norm weight (PEFT's kbit preparation) makes it fp32
+// (LlamaRMSNorm: weight * hidden_states.to(input_dtype)).
 std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_bytes) {
-  if (ctx.spec.norm == norm_kind::layer_norm && ctx.amp) return 4;
+  if ((ctx.spec.norm == norm_kind::layer_norm && ctx.amp) || ctx.kbit_prepared) return 4;
   return input_bytes;
 }
 
@@ -439,27 +449,32 @@ block_memory block(const step_context& ctx, int layer_index) {
         m.weight_copies.push_back(e * 3 * spec.moe.expert_intermediate * h * c / ctx.tp);
     }
   }
+  // bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), so a 4-bit MLP runs
+  // in the dtype its norm hands it.
+  const std::uint64_t mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
   if (spec.gated_mlp) {
-    m.saved.push_back(3 * c * t * i);  // gate (SiLU's input), its output, up (the product's inputs)
+    // gate (SiLU's input), its output, up (the product's inputs)
+    m.saved.push_back(3 * mlp_bytes * t * i);
   } else {
     // litgpt runs its GELUs as one fused F.gelu (tanh or exact), keeping only the input.
-    m.saved.push_back((ctx.config.framework == framework_profile::litgpt
-                           ? c
-                           : activation_bytes(spec.activation, c, ctx.amp)) *
-                      t * i);
+    m.saved.push_back(
+        (ctx.config.framework == framework_profile::litgpt
+             ? c
+             : activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c)) *
+        t * i);
   }
   bool down_shared = false;
-  feed(linear_role::mlp_out, c, down_shared);
+  feed(linear_role::mlp_out, mlp_bytes, down_shared);
   // Trained routed experts keep their down projection's input (no linear module carries them).
   if (layer.moe && ctx.full && !down_shared) down_shared = true;
-  if (down_shared) m.saved.push_back(c * t * i);
+  if (down_shared) m.saved.push_back(mlp_bytes * t * i);
   if (ctx.quantized) m.retained += c * t * i;
   if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
 
   // Busiest moment besides what is saved: the MLP product before down-projection and the
   // residual stream; during backward the gradients of the MLP's intermediates.
-  m.transient = std::max(m.transient, c * t * i + ctx.r * th * h);
-  m.backward_transient += 3 * c * t * i + 2 * ctx.r * th * h;
+  m.transient = std::max(m.transient, mlp_bytes * t * i + ctx.r * th * h);
+  m.backward_transient += 3 * mlp_bytes * t * i + 2 * ctx.r * th * h;
   m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
   // Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
   if (ctx.cp > 1) {
@@ -872,6 +887,18 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                               dp == data_parallel::fsdp_full_shard ||
                               dp == data_parallel::fsdp_shard_grad_op;
   const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
+  // PEFT's prepare_model_for_kbit_training, which the transformers QLoRA recipes run on an
+  // unsharded 4-bit model (TRL SFTTrainer, the QLoRA paper's qlora.py; FSDP / ZeRO-3 QLoRA skip
+  // it), casts every weight that is not 4-bit to fp32 (peft/utils/other.py); under bf16 TRL and
+  // qlora.py cast the embeddings and LM head back to bf16 and keep the norms fp32
+  // (trl peft_module_casting_to_bf16). The fp32 norms hand fp32 to the 4-bit linears, whose
+  // outputs come back fp32, and the residual stream turns fp32 at the first block's MLP.
+  ctx.kbit_prepared = config.kbit_preparation && ctx.quantized &&
+                      config.framework == framework_profile::transformers && !params_sharded &&
+                      !pure;
+  if (ctx.kbit_prepared) ctx.r = 4;
+  const std::uint64_t kbit_head_bytes =
+      config.compute == compute_precision::amp_bf16 ? base_bytes : 4;
   const bool states_sharded = grads_sharded || dp == data_parallel::zero1;
   const offload_placement& off = config.offload;
   const bool states_on_host = off.optimizer != offload_target::none;
@@ -933,11 +960,17 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                           (t.module == module_kind::linear || t.module == module_kind::conv1d) &&
                           (t.layer >= 0 || (quantized_head && t.role == tensor_role::lm_head));
     const std::uint64_t local = tensor_parallel_numel(t, tp);
+    const bool head_or_embedding = t.role == tensor_role::token_embedding ||
+                                   t.role == tensor_role::position_embedding ||
+                                   t.role == tensor_role::lm_head;
+    const std::uint64_t stored_bytes = !ctx.kbit_prepared                ? base_bytes
+                                       : head_or_embedding && !t.is_bias ? kbit_head_bytes
+                                                                         : 4;
     if (!params_on_host) {
-      tl.allocate(
-          share(quantize ? quantized_weight_bytes(local, config.quantization) : local * base_bytes,
-                params_sharded),
-          cat::weights);
+      tl.allocate(share(quantize ? quantized_weight_bytes(local, config.quantization)
+                                 : local * stored_bytes,
+                        params_sharded),
+                  cat::weights);
     }
     if (ctx.full)
       params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
@@ -1229,6 +1262,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       if (ctx.autocast_copies) {
         head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
         head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
+      } else if (ctx.kbit_prepared && ctx.amp && kbit_head_bytes != ctx.c) {
+        // A frozen fp32 LM head: autocast's 16-bit copy, kept for the input's gradient.
+        head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
       }
       // LLaMA-Adapter v2's LM head keeps linear(x) + adapter_bias for its scale's gradient.
       if (adapter_v2) head.push_back(tl.allocate(ctx.c * tv, cat::logits_and_loss));

@@ -201,6 +201,30 @@ TEST_CASE("3D parallelism: pipeline stages of tensor-parallel GPUs, replicated w
               "parallel.pp");
 }
 
+TEST_CASE("kbit_preparation applies to a transformers 4-bit LoRA base") {
+  auto request = [](const json& workload) {
+    json w = {{"micro_batch", 1}, {"seq_len", 512}, {"finetune", "lora"}};
+    w.update(workload);
+    return json{{"api_version", 1},
+                {"command", "estimate"},
+                {"model", {{"preset", "meta-llama/Llama-3.1-8B"}}},
+                {"cluster", {{"gpu", "h100-sxm"}}},
+                {"workload", w},
+                {"metric", "allocated"}};
+  };
+  const json on = call(request({{"weights", "nf4"}}));
+  const json off = call(request({{"weights", "nf4"}, {"kbit_preparation", false}}));
+  REQUIRE(on.at("ok") == true);
+  REQUIRE(off.at("ok") == true);
+  CHECK(on.at("result").at("peak_bytes").get<double>() >
+        off.at("result").at("peak_bytes").get<double>());
+  check_error(call(request({{"weights", "bf16"}, {"kbit_preparation", true}})),
+              "request.invalid_value", "workload.kbit_preparation");
+  check_error(
+      call(request({{"weights", "nf4"}, {"framework", "litgpt"}, {"kbit_preparation", true}})),
+      "request.invalid_value", "workload.kbit_preparation");
+}
+
 TEST_CASE("context parallelism: states sharded over the data- and context-parallel ranks") {
   auto request = [](const json& parallel, int seq_len) {
     return json{{"api_version", 1},

@@ -245,6 +245,52 @@ TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") 
   CHECK(b.value().trainable_params == a.value().trainable_params);
 }
 
+TEST_CASE("PEFT's kbit preparation: fp32 norms feed the 4-bit linears fp32, which return fp32") {
+  const auto spec = parse_model_config({{"model_type", "llama"},
+                                        {"hidden_size", 256},
+                                        {"intermediate_size", 512},
+                                        {"num_hidden_layers", 2},
+                                        {"num_attention_heads", 4},
+                                        {"vocab_size", 1000},
+                                        {"tie_word_embeddings", false}},
+                                       {}, "c");
+  REQUIRE(spec.ok());
+  training_config config;
+  config.finetune = finetune_kind::lora;
+  config.lora_targets = {"lm_head"};  // every block linear frozen and 4-bit
+  config.quantization = base_quantization::nf4;
+  config.base_weight_bytes = 2;
+  config.micro_batch = 1;
+  config.seq_len = 64;
+  auto prepared = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.kbit_preparation = false;
+  auto plain = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(prepared.ok());
+  REQUIRE(plain.ok());
+  // Per block, by hand (t = 64 tokens, h = 256, i = 512, bf16 compute). Plain: each norm's
+  // bf16 output is kept once for the linears it feeds (2 x 2th) and the MLP keeps gate, SiLU
+  // output, up and the product in bf16 (8ti). Prepared: each of q/k/v and gate/up keeps its own
+  // bf16 cast of the fp32 norm output (5 x 2th), the MLP keeps gate, SiLU output and up in fp32
+  // (12ti) and the down projection a bf16 cast of the fp32 product (2ti): 6th + 6ti more.
+  const std::uint64_t t = 64;
+  CHECK(prepared.value().saved_activation_bytes - plain.value().saved_activation_bytes ==
+        2 * (6 * t * 256 + 6 * t * 512));
+  // The five norms' weights in fp32; under bf16 the embeddings and LM head go back to bf16.
+  CHECK(at_peak(prepared.value(), memory_category::weights) -
+            at_peak(plain.value(), memory_category::weights) ==
+        doctest::Approx(5 * 256 * 2));
+  // Under fp16 they stay fp32 (TRL casts back under bf16 only).
+  config.compute = compute_precision::amp_fp16;
+  auto fp16_plain = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.kbit_preparation = true;
+  auto fp16_prepared = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(fp16_plain.ok());
+  REQUIRE(fp16_prepared.ok());
+  CHECK(at_peak(fp16_prepared.value(), memory_category::weights) -
+            at_peak(fp16_plain.value(), memory_category::weights) ==
+        doctest::Approx(5 * 256 * 2 + 2 * 1000 * 256 * 2));
+}
+
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
                 tensor_role::attention,

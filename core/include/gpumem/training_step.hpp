@@ -113,6 +113,10 @@ struct training_config {
   compute_precision compute = compute_precision::amp_bf16;
   std::uint64_t base_weight_bytes = 0;  // frozen LoRA base: 2 (16-bit) or 4; 0: from compute
   base_quantization quantization = base_quantization::none;  // LoRA only
+  // Whether a transformers QLoRA run prepares its unsharded 4-bit model with PEFT's
+  // prepare_model_for_kbit_training (TRL's SFTTrainer and the QLoRA recipes do): fp32 norms,
+  // and the activations they feed in fp32 (docs/methodology.md).
+  bool kbit_preparation = true;
   std::uint64_t optimizer_state_bytes = 0;  // 0: the parameters' dtype (torch.optim)
   optimizer_kind optimizer = optimizer_kind::adamw;
   bool optimizer_step = true;  // false: forward and backward only
