@@ -31,7 +31,8 @@ Usage:
                   detailed (default): [--phase train|forward_backward]
                     [--finetune full|lora|dora|llama_adapter_v1|llama_adapter_v2 (litgpt)]
                     [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
-                    [--weights bf16|fp16|fp32|nf4|nf4_double_quant (QLoRA)]
+                    [--weights bf16|fp16|fp32|nf4|nf4_double_quant (QLoRA)
+                     [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none] [--grad-ckpt]
                     [--grad-accumulation N]
@@ -90,7 +91,8 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
     std::string word = argv[i];
     if (word == "--json") {
       args.json_output = true;
-    } else if (word == "--grad-ckpt" || word == "--sequence-parallel") {
+    } else if (word == "--grad-ckpt" || word == "--sequence-parallel" ||
+               word == "--no-kbit-preparation") {
       args.options[word.substr(2)] = "true";
     } else if (word == "--help" || word == "-h" || word == "--version") {
       args.command = word == "--version" ? "version" : "help";
@@ -319,6 +321,7 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
     if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
   }
   if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
+  if (args.options.count("no-kbit-preparation")) request["workload"]["kbit_preparation"] = false;
   if (args.options.count("grad-accumulation")) {
     request["workload"]["grad_accumulation"] = number_option(args.options.at("grad-accumulation"));
   }

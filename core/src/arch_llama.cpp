@@ -210,6 +210,7 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop", "hidden_dropout"});
   spec.eager_softmax_fp32 = true;  // modeling_llama.py eager_attention_forward
+  spec.norm_keeps_input_dtype = spec.model_type == "gemma" || spec.model_type == "gemma2";
   // Gemma2Config defaults attn_logit_softcapping to 50.0; an explicit null switches it off.
   if (spec.model_type == "gemma2" && !cfg.present("attn_logit_softcapping"))
     spec.attention_softcap = 50.0;

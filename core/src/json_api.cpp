@@ -250,6 +250,18 @@ std::string detailed_estimate(const json& request, training_context& c) {
   auto workload = read_detailed_workload(request, c.model.spec, false, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
   const training_parallel& layout = parallel.value();
+  // Sharded QLoRA (ZeRO-3, FSDP) loads the 4-bit base without PEFT's kbit preparation.
+  const bool params_sharded = layout.sharding == data_parallel::zero3 ||
+                              layout.sharding == data_parallel::gemini ||
+                              layout.sharding == data_parallel::fsdp_full_shard ||
+                              layout.sharding == data_parallel::fsdp_shard_grad_op;
+  if (params_sharded &&
+      request.value("workload", json::object()).value("kbit_preparation", json(false)) ==
+          json(true)) {
+    return respond_error({"request.invalid_value", "workload.kbit_preparation",
+                          "[workload.kbit_preparation] sharded QLoRA (zero3, gemini, fsdp_*) "
+                          "loads its 4-bit base without it"});
+  }
   workload.value().sharding = layout.sharding;
   workload.value().dp_degree = layout.shard_group ? layout.shard_group : layout.dp * layout.cp;
   workload.value().cp_degree = layout.cp;

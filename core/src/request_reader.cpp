@@ -387,8 +387,19 @@ result<training_parallel> read_training_parallel(const json& request, std::uint6
       if (parallel.contains(key) && !(value && !single)) {
         return error{"request.invalid_value", std::string("parallel.") + key,
                      "[parallel." + std::string(key) +
-                         "] applies to the data-parallel methods (ddp, zero1-3, gemini, fsdp_*)"};
+                         "] applies to the data-parallel methods (ddp, zero1-3, fsdp_full_shard, "
+                         "fsdp_shard_grad_op)"};
       }
+    }
+    if (parallel.contains("cp_kind") && cp == 1) {
+      return error{"request.invalid_value", "parallel.cp_kind",
+                   "[parallel.cp_kind] applies with parallel.cp > 1"};
+    }
+    if (cp > 1 && (hybrid_shard || *value == data_parallel::gemini)) {
+      return error{"request.invalid_value", "parallel.cp",
+                   "[parallel.cp] context parallelism runs under ddp, zero1-3, fsdp_full_shard or "
+                   "fsdp_shard_grad_op (Colossal-AI's Gemini has none; hybrid sharding with it "
+                   "is not modelled)"};
     }
     if (cp > 1 && gpus % (tp * cp) != 0) {
       return error{"parallel.invalid_degree", "parallel.cp",
@@ -586,11 +597,15 @@ result<training_config> read_detailed_workload(const json& request, const model_
     }
     out.base_weight_bytes = weights == "fp32" ? 4 : 2;
   }
-  if (workload.contains("kbit_preparation") && (out.quantization == base_quantization::none ||
-                                                out.framework != framework_profile::transformers)) {
+  const bool pure =
+      out.compute == compute_precision::pure_bf16 || out.compute == compute_precision::pure_fp16;
+  if (workload.contains("kbit_preparation") &&
+      (out.quantization == base_quantization::none ||
+       out.framework != framework_profile::transformers || (out.kbit_preparation && pure))) {
     return error{"request.invalid_value", "workload.kbit_preparation",
                  "[workload.kbit_preparation] applies to a 4-bit LoRA base (weights nf4, fp4 or "
-                 "nf4_double_quant) under the transformers framework"};
+                 "nf4_double_quant) under the transformers framework, computing in fp32 or "
+                 "mixed precision"};
   }
   if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
   return out;

@@ -83,7 +83,7 @@ struct step_context {
   bool norms_train = false;       // full fine-tuning, LLaMA-Adapter v2
   bool quantized = false;         // QLoRA: bitsandbytes 4-bit block linears
   bool fp16_quant_state = false;  // 4-bit weights quantised from fp16, computed in bf16
-  bool kbit_prepared = false;     // PEFT prepare_model_for_kbit_training: fp32 norms
+  bool kbit_fp32_norms = false;   // PEFT's kbit preparation: fp32 norms with fp32 outputs
   bool autocast_copies = false;   // fp32 trainable weights under autocast get 16-bit copies
 };
 
@@ -148,6 +148,7 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
       shared_saved = true;
     } else {
       m.saved.push_back(elems * ctx.c);
+      m.retained += elems * ctx.c;
     }
   }
   if (trainable) {
@@ -257,10 +258,10 @@ void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
 }
 
 // The element size of a norm's output: RMSNorm returns the input dtype; LayerNorm runs in fp32
-// under autocast; an fp32 norm weight (PEFT's kbit preparation) makes it fp32
-// (LlamaRMSNorm: weight * hidden_states.to(input_dtype)).
+// under autocast; an fp32 norm weight (PEFT's kbit preparation) makes it fp32 where the weight
+// multiplies in its own dtype (LlamaRMSNorm: weight * hidden_states.to(input_dtype)).
 std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_bytes) {
-  if ((ctx.spec.norm == norm_kind::layer_norm && ctx.amp) || ctx.kbit_prepared) return 4;
+  if ((ctx.spec.norm == norm_kind::layer_norm && ctx.amp) || ctx.kbit_fp32_norms) return 4;
   return input_bytes;
 }
 
@@ -343,7 +344,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   feed(linear_role::attention_in, y1_bytes, y1_shared);
   if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
   if (y1_shared) m.saved.push_back(y1_bytes * th * h);
-  if (ctx.quantized) m.retained += y1_bytes * th * h;
+  if (ctx.quantized && y1_bytes == c) m.retained += y1_bytes * th * h;
   // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
   if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
 
@@ -418,7 +419,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     bool y2_shared = false;
     feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
     if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
-    if (ctx.quantized) m.retained += mlp_in_bytes * th * h;
+    if (ctx.quantized && mlp_in_bytes == c) m.retained += mlp_in_bytes * th * h;
   }
   // A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
   // its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
@@ -468,7 +469,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   // Trained routed experts keep their down projection's input (no linear module carries them).
   if (layer.moe && ctx.full && !down_shared) down_shared = true;
   if (down_shared) m.saved.push_back(mlp_bytes * t * i);
-  if (ctx.quantized) m.retained += c * t * i;
+  if (ctx.quantized && mlp_bytes == c) m.retained += c * t * i;
   if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
 
   // Busiest moment besides what is saved: the MLP product before down-projection and the
@@ -481,16 +482,19 @@ block_memory block(const step_context& ctx, int layer_index) {
     const std::uint64_t kv_chunk = c * t * 2 * kv;  // one rank's keys and values
     if (ulysses) {
       // DeepSpeed-Ulysses (deepspeed/sequence/layer.py single_all_to_all): the caller's q/k/v
-      // stay alive while each all-to-all makes a contiguous send copy and a receive buffer; the
-      // backward all-to-alls the gradients the same way.
-      const std::uint64_t all_to_all = c * t * q + kv_chunk + 2 * c * t * q;
+      // stay alive while each all-to-all makes a contiguous send copy, a receive buffer and a
+      // contiguous copy of it in the attention's layout (post_all2all); the backward
+      // all-to-alls the gradients the same way.
+      const std::uint64_t all_to_all = c * t * q + kv_chunk + 3 * c * t * q;
       m.transient = std::max(m.transient, all_to_all);
       m.backward_transient = std::max(m.backward_transient, all_to_all);
     } else {
       // TransformerEngine's ring (context_parallel.py AttnFuncWithCPAndKVP2P): the forward keeps
-      // every step's received K/V and output until its loop ends (the last K/V is saved); the
-      // backward holds dq, two buffers of K/V with their dK/dV, and one step's dq and dK/dV.
-      m.transient = std::max(m.transient, (ctx.cp - 1) * kv_chunk + ctx.cp * c * t * q);
+      // cp K/V buffers (a copy of its own, then each received one; the last is saved) and every
+      // step's output until its loop ends, and corrects the output in fp32 before its 16-bit
+      // copy is returned; the backward holds dq, two buffers of K/V with their dK/dV, and one
+      // step's dq and dK/dV.
+      m.transient = std::max(m.transient, ctx.cp * kv_chunk + ctx.cp * c * t * q + 4 * t * q);
       m.backward_transient = std::max(m.backward_transient, 2 * c * t * q + 5 * kv_chunk);
     }
   }
@@ -744,33 +748,39 @@ std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t
 }
 
 namespace {
-// Context parallelism splits every sequence evenly over the cp ranks (Megatron-LM and
-// torchtitan cut it into 2 cp load-balanced chunks, a multiple of cp as well); Ulysses
-// scatters the heads and the key/value heads over them (deepspeed/sequence/layer.py); ring
-// attention runs fused kernels only (TransformerEngine's and PyTorch's ring attention wrap the
-// flash / memory-efficient kernels).
+// Context parallelism splits every sequence evenly over the cp ranks: the ring into 2 cp
+// load-balanced chunks, two per rank (Megatron-LM get_batch_on_this_cp_rank; TransformerEngine
+// asserts an even length per GPU), Ulysses into cp. Ulysses scatters the heads and the
+// key/value heads over the ranks (deepspeed/sequence/layer.py; DeepSpeed's uneven-heads
+// all-to-all is not modelled); the ring runs 16-bit fused kernels only (TransformerEngine's
+// ring wraps flash / cuDNN attention, which take fp16 and bf16).
 std::optional<error> check_context_parallel(const model_spec& spec, const training_config& config,
                                             std::uint64_t tp, std::uint64_t cp) {
   if (cp == 1) return std::nullopt;
-  if (config.seq_len % cp != 0) {
+  const bool ring = config.cp_kind == context_parallel_kind::ring;
+  const std::uint64_t chunks = ring ? 2 * cp : cp;
+  if (config.seq_len % chunks != 0) {
     return error{"parallel.invalid_degree", "parallel.cp",
                  "[parallel.cp] context parallelism splits each sequence evenly: seq_len " +
-                     std::to_string(config.seq_len) + " is not a multiple of cp " +
-                     std::to_string(cp)};
+                     std::to_string(config.seq_len) + " is not a multiple of " +
+                     (ring ? "2 x cp (" : "cp (") + std::to_string(chunks) + ")"};
   }
-  if (config.cp_kind == context_parallel_kind::ulysses &&
-      (spec.num_heads / tp % cp != 0 || spec.num_kv_heads / tp % cp != 0)) {
+  if (!ring && (spec.num_heads / tp % cp != 0 || spec.num_kv_heads / tp % cp != 0)) {
     return error{"parallel.invalid_degree", "parallel.cp",
                  "[parallel.cp] Ulysses scatters the heads over the cp ranks: cp " +
                      std::to_string(cp) + " must divide the attention heads (" +
                      std::to_string(spec.num_heads / tp) + ") and key/value heads (" +
                      std::to_string(spec.num_kv_heads / tp) + ") of each tensor-parallel rank"};
   }
-  if (config.cp_kind == context_parallel_kind::ring &&
-      config.attention == attention_kernel::eager) {
+  if (ring && config.attention == attention_kernel::eager) {
     return error{"request.invalid_value", "workload.attention",
                  "[workload.attention] ring attention runs a fused kernel: use sdpa (or cp_kind "
                  "ulysses for eager attention)"};
+  }
+  if (ring && config.compute == compute_precision::fp32) {
+    return error{"request.invalid_value", "workload.compute",
+                 "[workload.compute] ring attention's fused kernels run in 16 bits: use amp_bf16, "
+                 "amp_fp16, pure_bf16 or pure_fp16 (or cp_kind ulysses)"};
   }
   return std::nullopt;
 }
@@ -891,12 +901,16 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // unsharded 4-bit model (TRL SFTTrainer, the QLoRA paper's qlora.py; FSDP / ZeRO-3 QLoRA skip
   // it), casts every weight that is not 4-bit to fp32 (peft/utils/other.py); under bf16 TRL and
   // qlora.py cast the embeddings and LM head back to bf16 and keep the norms fp32
-  // (trl peft_module_casting_to_bf16). The fp32 norms hand fp32 to the 4-bit linears, whose
-  // outputs come back fp32, and the residual stream turns fp32 at the first block's MLP.
-  ctx.kbit_prepared = config.kbit_preparation && ctx.quantized &&
-                      config.framework == framework_profile::transformers && !params_sharded &&
-                      !pure;
-  if (ctx.kbit_prepared) ctx.r = 4;
+  // (trl peft_module_casting_to_bf16; the adapters stay as PEFT made them, fp32 under autocast
+  // — qlora.py and older TRL also cast them to bf16, which is not modelled). Where the norms
+  // multiply in their weight's dtype, they hand fp32 to the 4-bit linears, whose outputs come
+  // back fp32, and the residual stream turns fp32 at the first block's MLP (modelled from the
+  // first block on).
+  const bool kbit_prepared = config.kbit_preparation && ctx.quantized &&
+                             config.framework == framework_profile::transformers &&
+                             !params_sharded && !pure;
+  ctx.kbit_fp32_norms = kbit_prepared && !spec.norm_keeps_input_dtype;
+  if (ctx.kbit_fp32_norms) ctx.r = 4;
   const std::uint64_t kbit_head_bytes =
       config.compute == compute_precision::amp_bf16 ? base_bytes : 4;
   const bool states_sharded = grads_sharded || dp == data_parallel::zero1;
@@ -963,7 +977,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     const bool head_or_embedding = t.role == tensor_role::token_embedding ||
                                    t.role == tensor_role::position_embedding ||
                                    t.role == tensor_role::lm_head;
-    const std::uint64_t stored_bytes = !ctx.kbit_prepared                ? base_bytes
+    const std::uint64_t stored_bytes = !kbit_prepared                    ? base_bytes
                                        : head_or_embedding && !t.is_bias ? kbit_head_bytes
                                                                          : 4;
     if (!params_on_host) {
@@ -1262,7 +1276,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       if (ctx.autocast_copies) {
         head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
         head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
-      } else if (ctx.kbit_prepared && ctx.amp && kbit_head_bytes != ctx.c) {
+      } else if (kbit_prepared && ctx.amp && kbit_head_bytes != ctx.c) {
         // A frozen fp32 LM head: autocast's 16-bit copy, kept for the input's gradient.
         head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
       }

@@ -271,11 +271,11 @@ std::string training_config_for(const json& p, training_config& config,
                ? parallel.at(key).get<std::uint64_t>()
                : 1;
   };
-  // Pipeline stages (1F1B, as many micro-batches in flight as the format leaves unstated: one
-  // per stage).
+  // Pipeline stages under 1F1B: with the micro-batches per step unstated, as many as stages
+  // (stage s holds pp - s of them in flight).
   config.pp_degree = degree("pp");
   if (config.pp_degree > 1)
-    defaults_note += "; pipeline: the busiest stage, one micro-batch in flight per stage";
+    defaults_note += "; pipeline: the busiest stage, as many micro-batches per step as stages";
   // Tensor parallelism, alone or under a data-parallel method (DP+TP).
   config.tp_degree = degree("tp");
   const json& sp = parallel.value("sequence_parallel", json());
@@ -292,12 +292,16 @@ std::string training_config_for(const json& p, training_config& config,
   config.sharding = *sharding;
   const std::string framework = text_or(w, "framework", "");
   // Context parallelism: the states are sharded over the data- and context-parallel ranks. The
-  // format does not say ring or Ulysses: DeepSpeed scripts read as Ulysses (DeepSpeed's own
-  // sequence parallelism), the rest as ring attention (Megatron-LM, torchtitan).
+  // format does not say ring or Ulysses: DeepSpeed's own sequence parallelism is Ulysses — in
+  // DeepSpeed scripts and in Megatron-DeepSpeed, the Megatron that runs ZeRO-2/3 (Megatron-LM
+  // has no such stage) — the rest ring attention (Megatron-LM, torchtitan).
   config.cp_degree = degree("cp");
   config.dp_degree = std::max<std::uint64_t>(degree("dp"), 1) * config.cp_degree;
   if (config.cp_degree > 1) {
-    const bool ulysses = framework == "deepspeed";
+    const bool megatron_deepspeed =
+        framework == "megatron" &&
+        (config.sharding == data_parallel::zero2 || config.sharding == data_parallel::zero3);
+    const bool ulysses = framework == "deepspeed" || megatron_deepspeed;
     config.cp_kind = ulysses ? context_parallel_kind::ulysses : context_parallel_kind::ring;
     defaults_note += ulysses ? "; context parallelism read as Ulysses (DeepSpeed's)"
                              : "; context parallelism read as ring attention";
@@ -424,8 +428,8 @@ std::string training_config_for(const json& p, training_config& config,
   if (!accumulation_stated && framework == "litgpt" && phase == "train" &&
       ranks * config.micro_batch < 128) {
     config.grad_accumulation = 128 / (ranks * config.micro_batch);
-    defaults_note = "; gradient accumulation not stated, litgpt's global batch 128: " +
-                    std::to_string(config.grad_accumulation);
+    defaults_note += "; gradient accumulation not stated, litgpt's global batch 128: " +
+                     std::to_string(config.grad_accumulation);
   }
   return "";
 }
@@ -437,8 +441,9 @@ std::string inference_config_for(const json& p, inference_config& config) {
   const json& parallel = object_at(p, "parallel");
   if (parallel.value("cpu_offload", false) || !parallel.value("offload", json()).is_null())
     return "offloaded runs are not modelled yet";
-  // HF Trainer, accelerate, PEFT's example scripts and optimum (optimum-benchmark's PyTorch
-  // backend, optimum's GPTQ integration) run transformers' own generate. AutoAWQ's fused modules
+  // HF Trainer, accelerate, PEFT's example scripts and optimum run transformers' own generate
+  // (optimum read as its PyTorch backend — optimum-benchmark's pytorch, the GPTQ integration —
+  // since the format does not name ONNX Runtime or OpenVINO runs apart). AutoAWQ's fused modules
   // and unsloth's inference path keep caches of their own and stay unread.
   std::string framework = text_or(w, "framework", "transformers");
   for (const char* runs_transformers : {"hf_trainer", "accelerate", "peft_examples", "optimum"}) {
@@ -551,6 +556,13 @@ memory_report validate_memory(const json& points) {
         read_cluster({{"cluster", {{"gpu", gpu_id.empty() ? "a100-sxm4-80gb" : gpu_id}}}});
     if (cluster.ok()) gpu = cluster.value().gpu;
     const std::uint64_t context_bytes = default_cuda_context_bytes(gpu.architecture);
+    // The format's nvml_used is the API's device_used; unknown reads as allocated. A bound says
+    // whether the run fitted the memory it had, which the estimator decides as the API's `fits`
+    // does: on the whole device footprint (device_used).
+    const bool bound = out.kind != "peak";
+    const char* metric = out.metric == "nvml_used" || bound ? "device_used"
+                         : out.metric == "reserved"         ? "reserved"
+                                                            : "allocated";
     // The replay's figures (a host figure for offloaded training), then the point's metric.
     std::uint64_t allocated = 0;
     std::uint64_t reserved = 0;
@@ -572,12 +584,16 @@ memory_report validate_memory(const json& points) {
     } else {
       // A pipeline's stages differ (embeddings first, LM head last, 1F1B in-flight
       // micro-batches): the busiest one, which decides whether the run fits.
+      const auto in_metric = [&](const training_estimate& e) {
+        return peak_in_metric(metric, e.peak.allocated, e.peak_reserved,
+                              device_used_bytes(e, context_bytes));
+      };
       auto estimate = estimate_training_step(spec.value(), config, gpu);
       for (std::uint64_t stage = 1; estimate.ok() && stage < config.pp_degree; ++stage) {
         training_config staged = config;
         staged.pp_stage = stage;
         auto next = estimate_training_step(spec.value(), staged, gpu);
-        if (!next.ok() || next.value().peak.allocated > estimate.value().peak.allocated) {
+        if (!next.ok() || in_metric(next.value()) > in_metric(estimate.value())) {
           estimate = std::move(next);
           config = staged;
         }
@@ -596,13 +612,6 @@ memory_report validate_memory(const json& points) {
       host_bytes = std::max(host.host_bytes, host.load_bytes);
       peak_phase = e.peak.phase;
     }
-    // The format's nvml_used is the API's device_used; unknown reads as allocated. A bound says
-    // whether the run fitted the memory it had, which the estimator decides as the API's `fits`
-    // does: on the whole device footprint (device_used).
-    const bool bound = out.kind != "peak";
-    const char* metric = out.metric == "nvml_used" || bound ? "device_used"
-                         : out.metric == "reserved"         ? "reserved"
-                                                            : "allocated";
     const double bytes =
         static_cast<double>(peak_in_metric(metric, allocated, reserved, device_used));
     const bool optimizer_unstated =

@@ -223,6 +223,15 @@ TEST_CASE("kbit_preparation applies to a transformers 4-bit LoRA base") {
   check_error(
       call(request({{"weights", "nf4"}, {"framework", "litgpt"}, {"kbit_preparation", true}})),
       "request.invalid_value", "workload.kbit_preparation");
+  check_error(
+      call(request({{"weights", "nf4"}, {"compute", "pure_bf16"}, {"kbit_preparation", true}})),
+      "request.invalid_value", "workload.kbit_preparation");
+  json sharded = request({{"weights", "nf4"}, {"kbit_preparation", true}});
+  sharded["cluster"]["gpus"] = 2;
+  sharded["parallel"] = {{"method", "fsdp_full_shard"}};
+  check_error(call(sharded), "request.invalid_value", "workload.kbit_preparation");
+  sharded["workload"].erase("kbit_preparation");
+  CHECK(call(sharded).at("ok") == true);
 }
 
 TEST_CASE("context parallelism: states sharded over the data- and context-parallel ranks") {
@@ -258,6 +267,15 @@ TEST_CASE("context parallelism: states sharded over the data- and context-parall
               "request.invalid_value", "parallel.cp");
   check_error(call(request({{"method", "zero3"}, {"cp", 16}, {"cp_kind", "ulysses"}}, 8192)),
               "parallel.invalid_degree", "parallel.cp");
+  check_error(call(request({{"method", "zero1"}, {"cp_kind", "ring"}}, 8192)),
+              "request.invalid_value", "parallel.cp_kind");
+  check_error(call(request({{"method", "gemini"}, {"cp", 2}}, 8192)), "request.invalid_value",
+              "parallel.cp");
+  // The ring cuts each sequence into 2 x cp load-balanced chunks.
+  check_error(call(request({{"method", "zero1"}, {"cp", 4}}, 8196)), "parallel.invalid_degree",
+              "parallel.cp");
+  CHECK(call(request({{"method", "zero1"}, {"cp", 4}, {"cp_kind", "ulysses"}}, 8196)).at("ok") ==
+        true);
 }
 
 }  // namespace

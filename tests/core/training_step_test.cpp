@@ -289,6 +289,30 @@ TEST_CASE("PEFT's kbit preparation: fp32 norms feed the 4-bit linears fp32, whic
   CHECK(at_peak(fp16_prepared.value(), memory_category::weights) -
             at_peak(fp16_plain.value(), memory_category::weights) ==
         doctest::Approx(5 * 256 * 2 + 2 * 1000 * 256 * 2));
+
+  // GemmaRMSNorm casts its output back to the input's dtype (output.type_as(x)): the fp32
+  // norm weights change nothing else.
+  const auto gemma = parse_model_config({{"model_type", "gemma"},
+                                         {"hidden_size", 256},
+                                         {"intermediate_size", 512},
+                                         {"num_hidden_layers", 2},
+                                         {"num_attention_heads", 4},
+                                         {"num_key_value_heads", 4},
+                                         {"head_dim", 64},
+                                         {"vocab_size", 1000}},
+                                        {}, "c");
+  REQUIRE(gemma.ok());
+  config.compute = compute_precision::amp_bf16;
+  auto gemma_prepared = estimate_training_step(gemma.value(), config, gpu_spec{});
+  config.kbit_preparation = false;
+  auto gemma_plain = estimate_training_step(gemma.value(), config, gpu_spec{});
+  REQUIRE(gemma_prepared.ok());
+  REQUIRE(gemma_plain.ok());
+  CHECK(gemma_prepared.value().saved_activation_bytes ==
+        gemma_plain.value().saved_activation_bytes);
+  CHECK(at_peak(gemma_prepared.value(), memory_category::weights) -
+            at_peak(gemma_plain.value(), memory_category::weights) ==
+        doctest::Approx(5 * 256 * 2));
 }
 
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
@@ -415,6 +439,51 @@ TEST_CASE("context parallelism: a rank keeps its tokens' share; Ulysses attends 
   auto eager_ring = estimate_training_step(spec.value(), config, gpu_spec{});
   REQUIRE_FALSE(eager_ring.ok());
   CHECK(eager_ring.failure().field == "workload.attention");
+}
+
+TEST_CASE("context parallelism's buffers: the ring's K/V and outputs, Ulysses' all-to-alls") {
+  // h 256, 4 heads of 64, LoRA on q and v, pure bf16, forward and backward only.
+  const auto spec_with = [](std::uint64_t mlp, std::uint64_t vocab) {
+    return parse_model_config({{"model_type", "llama"},
+                               {"hidden_size", 256},
+                               {"intermediate_size", mlp},
+                               {"num_hidden_layers", 2},
+                               {"num_attention_heads", 4},
+                               {"vocab_size", vocab},
+                               {"tie_word_embeddings", false}},
+                              {}, "c");
+  };
+  training_config config = lora_qv();
+  config.compute = compute_precision::pure_bf16;
+  config.optimizer_step = false;
+  const auto peak_with = [&](const model_spec& spec, std::uint64_t tokens, std::uint64_t cp,
+                             context_parallel_kind kind) {
+    config.cp_degree = cp;
+    config.cp_kind = kind;
+    config.seq_len = tokens * cp;
+    auto e = estimate_training_step(spec, config, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value();
+  };
+  // TransformerEngine's ring forward, by hand (t = 64 tokens a rank, bf16, q = k = v = 256
+  // wide): cp K/V buffers of 2 x 64 x 512 B and cp outputs of 2 x 64 x 256 B beside the fp32
+  // output; from cp 128 on they make the peak, and doubling cp adds 128 x (65,536 + 32,768) B.
+  const auto small = spec_with(512, 1000);
+  REQUIRE(small.ok());
+  const auto ring128 = peak_with(small.value(), 64, 128, context_parallel_kind::ring);
+  const auto ring256 = peak_with(small.value(), 64, 256, context_parallel_kind::ring);
+  CHECK(ring256.peak.phase == "forward");
+  CHECK(static_cast<double>(ring256.peak.allocated - ring128.peak.allocated) ==
+        128.0 * (65536 + 32768));
+  // Ulysses keeps the caller's q/k/v and three q-sized buffers of an all-to-all (3,072 B a
+  // token) while it runs, more than a narrow MLP's temporaries: the peak rises, by no more.
+  const auto narrow = spec_with(64, 100);
+  REQUIRE(narrow.ok());
+  const std::uint64_t t = 4096;
+  const auto alone = peak_with(narrow.value(), t, 1, context_parallel_kind::ring);
+  const auto ulysses = peak_with(narrow.value(), t, 2, context_parallel_kind::ulysses);
+  CHECK(ulysses.peak.allocated > alone.peak.allocated);
+  CHECK(ulysses.peak.allocated - alone.peak.allocated <= 3072 * t);
 }
 
 TEST_CASE("pipeline stages split the blocks evenly, the first stages taking the remainder") {

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <tuple>
 
 #include "gpumem/config_parser.hpp"
 #include "gpumem/training_step.hpp"
@@ -105,47 +106,52 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
 }
 
 TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage") {
-  const nlohmann::json config = {{"model_type", "llama"},       {"hidden_size", 256},
-                                 {"intermediate_size", 512},    {"num_hidden_layers", 4},
-                                 {"num_attention_heads", 4},    {"vocab_size", 32000},
-                                 {"tie_word_embeddings", false}};
-  const nlohmann::json p = {{"id", "p"},
-                            {"kind", "peak"},
-                            {"metric", "allocated"},
-                            {"measured_gib", 1.0},
-                            {"model", {{"config", config}}},
-                            {"workload",
-                             {{"phase", "train"},
-                              {"finetune", "full"},
-                              {"weights", "bf16"},
-                              {"compute", "pure_bf16"},
-                              {"optimizer", "adamw"},
-                              {"micro_batch", 4},
-                              {"seq_len", 512}}},
-                            {"parallel", {{"method", "single"}, {"gpus", 2}, {"pp", 2}}},
-                            {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
-  const auto point = validate_memory(nlohmann::json::array({p})).points.at(0);
-  REQUIRE(point.scored);
-  const auto spec = parse_model_config(config, {}, "model.config");
-  REQUIRE(spec.ok());
-  training_config staged;
-  staged.compute = compute_precision::pure_bf16;
-  staged.micro_batch = 4;
-  staged.seq_len = 512;
-  staged.pp_degree = 2;
-  gpu_spec gpu;
-  gpu.architecture = "hopper";  // the H100's cuBLAS workspace
-  double stage_gib[2] = {};
-  for (std::uint64_t stage = 0; stage < 2; ++stage) {
-    staged.pp_stage = stage;
-    auto e = estimate_training_step(spec.value(), staged, gpu);
-    REQUIRE(e.ok());
-    stage_gib[stage] = static_cast<double>(e.value().peak.allocated) / (1ULL << 30);
+  // A wide vocabulary makes the last stage (LM head and loss) the busiest; a narrow one with
+  // long sequences the first (two micro-batches in flight under 1F1B).
+  for (const auto& [vocab, seq_len, busiest] :
+       {std::tuple<int, int, std::uint64_t>{32000, 512, 1}, {100, 4096, 0}}) {
+    CAPTURE(vocab);
+    const nlohmann::json config = {{"model_type", "llama"},       {"hidden_size", 256},
+                                   {"intermediate_size", 512},    {"num_hidden_layers", 4},
+                                   {"num_attention_heads", 4},    {"vocab_size", vocab},
+                                   {"tie_word_embeddings", false}};
+    const nlohmann::json p = {{"id", "p"},
+                              {"kind", "peak"},
+                              {"metric", "allocated"},
+                              {"measured_gib", 1.0},
+                              {"model", {{"config", config}}},
+                              {"workload",
+                               {{"phase", "train"},
+                                {"finetune", "full"},
+                                {"weights", "bf16"},
+                                {"compute", "pure_bf16"},
+                                {"optimizer", "adamw"},
+                                {"micro_batch", 4},
+                                {"seq_len", seq_len}}},
+                              {"parallel", {{"method", "single"}, {"gpus", 2}, {"pp", 2}}},
+                              {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+    const auto point = validate_memory(nlohmann::json::array({p})).points.at(0);
+    REQUIRE(point.scored);
+    const auto spec = parse_model_config(config, {}, "model.config");
+    REQUIRE(spec.ok());
+    training_config staged;
+    staged.compute = compute_precision::pure_bf16;
+    staged.micro_batch = 4;
+    staged.seq_len = static_cast<std::uint64_t>(seq_len);
+    staged.pp_degree = 2;
+    gpu_spec gpu;
+    gpu.architecture = "hopper";  // the H100's cuBLAS workspace
+    double stage_gib[2] = {};
+    for (std::uint64_t stage = 0; stage < 2; ++stage) {
+      staged.pp_stage = stage;
+      auto e = estimate_training_step(spec.value(), staged, gpu);
+      REQUIRE(e.ok());
+      stage_gib[stage] = static_cast<double>(e.value().peak.allocated) / (1ULL << 30);
+    }
+    CHECK(stage_gib[busiest] > stage_gib[1 - busiest]);
+    CHECK(point.estimated_gib == doctest::Approx(stage_gib[busiest]));
+    CHECK(point.note.find("busiest stage") != std::string::npos);
   }
-  // The last stage's LM head and loss outweigh the first's two micro-batches in flight.
-  CHECK(stage_gib[1] > stage_gib[0]);
-  CHECK(point.estimated_gib == doctest::Approx(stage_gib[1]));
-  CHECK(point.note.find("busiest stage") != std::string::npos);
 }
 
 TEST_CASE("inference under scripts that run transformers' generate is read as transformers") {

@@ -113,6 +113,9 @@ struct model_spec {
   bool gated_mlp = false;               // SwiGLU / GeGLU: three projections
   bool parallel_block = false;  // attention and MLP read the same input (GPT-J, Falcon, Phi)
   norm_kind norm = norm_kind::layer_norm;
+  // The RMSNorm returns its input's dtype whatever its weight's (GemmaRMSNorm:
+  // output.type_as(x)); Llama-style ones multiply by the weight in its dtype.
+  bool norm_keeps_input_dtype = false;
   std::string activation;
   bool tied_embeddings = false;
   bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
