@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
-#include <tuple>
 
 #include "gpumem/config_parser.hpp"
 #include "gpumem/training_step.hpp"
@@ -108,8 +107,15 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
 TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage") {
   // A wide vocabulary makes the last stage (LM head and loss) the busiest; a narrow one with
   // long sequences the first (two micro-batches in flight under 1F1B).
-  for (const auto& [vocab, seq_len, busiest] :
-       {std::tuple<int, int, std::uint64_t>{32000, 512, 1}, {100, 4096, 0}}) {
+  struct layout {
+    int vocab;
+    int seq_len;
+    std::uint64_t busiest;
+  };
+  for (const layout& c : {layout{32000, 512, 1}, layout{100, 4096, 0}}) {
+    const int vocab = c.vocab;
+    const int seq_len = c.seq_len;
+    const std::uint64_t busiest = c.busiest;
     CAPTURE(vocab);
     const nlohmann::json config = {{"model_type", "llama"},       {"hidden_size", 256},
                                    {"intermediate_size", 512},    {"num_hidden_layers", 4},
