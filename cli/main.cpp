@@ -34,7 +34,8 @@ Usage:
                     [--weights bf16|fp16|fp32|nf4|nf4_double_quant (QLoRA)
                      [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
-                    [--optimizer adamw|adafactor|sgd|sgd_momentum|none] [--grad-ckpt]
+                    [--optimizer adamw|adafactor|sgd|sgd_momentum|none]
+                    [--grad-ckpt | --selective-recompute (the attention core only)]
                     [--grad-accumulation N]
                     [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
                     [--metric allocated|reserved|device_used]
@@ -92,7 +93,7 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
     if (word == "--json") {
       args.json_output = true;
     } else if (word == "--grad-ckpt" || word == "--sequence-parallel" ||
-               word == "--no-kbit-preparation") {
+               word == "--no-kbit-preparation" || word == "--selective-recompute") {
       args.options[word.substr(2)] = "true";
     } else if (word == "--help" || word == "-h" || word == "--version") {
       args.command = word == "--version" ? "version" : "help";
@@ -321,6 +322,7 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
     if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
   }
   if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
+  if (args.options.count("selective-recompute")) request["workload"]["grad_ckpt"] = "selective";
   if (args.options.count("no-kbit-preparation")) request["workload"]["kbit_preparation"] = false;
   if (args.options.count("grad-accumulation")) {
     request["workload"]["grad_accumulation"] = number_option(args.options.at("grad-accumulation"));

@@ -353,12 +353,13 @@ std::string detailed_estimate(const json& request, training_context& c) {
     result["parallel"]["micro_batches"] =
         workload.value().pp_micro_batches ? workload.value().pp_micro_batches : layout.pp;
   const auto& w = workload.value();
-  result["workload"] = {{"phase", w.optimizer_step ? "train" : "forward_backward"},
-                        {"finetune", finetune_name(w)},
-                        {"micro_batch", w.micro_batch},
-                        {"seq_len", w.seq_len},
-                        {"grad_ckpt", w.grad_ckpt},
-                        {"attention", w.attention == attention_kernel::eager ? "eager" : "sdpa"}};
+  result["workload"] = {
+      {"phase", w.optimizer_step ? "train" : "forward_backward"},
+      {"finetune", finetune_name(w)},
+      {"micro_batch", w.micro_batch},
+      {"seq_len", w.seq_len},
+      {"grad_ckpt", w.selective_recompute ? json("selective") : json(w.grad_ckpt)},
+      {"attention", w.attention == attention_kernel::eager ? "eager" : "sdpa"}};
   // The busiest rank's figures; every rank's in per_gpu.
   result["peak_bytes"] = ranks[worst].peak_bytes;
   result["fits"] = all_fit;

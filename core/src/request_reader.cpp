@@ -527,7 +527,14 @@ result<training_config> read_detailed_workload(const json& request, const model_
       choice("framework", "transformers", {"transformers", "litgpt", "torchtune"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
-  out.grad_ckpt = in.flag("grad_ckpt", false);
+  // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only).
+  const json& ckpt = workload.value("grad_ckpt", json(false));
+  if (!ckpt.is_boolean() && ckpt != json("selective")) {
+    return error{"request.invalid_value", "workload.grad_ckpt",
+                 "[workload.grad_ckpt] must be true, false or \"selective\", got " + ckpt.dump()};
+  }
+  out.selective_recompute = ckpt.is_string();
+  out.grad_ckpt = ckpt == json(true);
   out.kbit_preparation = in.flag("kbit_preparation", true);
   out.grad_accumulation = in.optional({"grad_accumulation"}, 1, 65536);
   if (auto problem = in.problem("required for an estimate")) return *problem;

@@ -367,14 +367,26 @@ block_memory block(const step_context& ctx, int layer_index) {
   // torchtune/modules/attention.py MultiHeadAttention).
   const bool expanded_kv = ctx.config.framework != framework_profile::transformers && kv < q;
   m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
+  // The tensors as large as the scores: kept for backward, or under selective recomputation
+  // (Korthikanti et al. 2022, Megatron-LM --recompute-granularity selective) recomputed in the
+  // block's backward beside their gradient.
+  std::uint64_t quadratic = 0;
+  std::uint64_t softmax_bytes = 4;  // the softmax's element size, that of its gradient
+  const auto keep_quadratic = [&](std::uint64_t bytes) {
+    if (ctx.config.selective_recompute) {
+      quadratic += bytes;
+    } else {
+      m.saved.push_back(bytes);
+    }
+  };
   if (math_sdpa) {
     // In fp32: q and k scaled by sqrt(scale), v (repeated to every head for fp32 GQA; one
     // broadcast head when 16-bit inputs reach the math kernel unexpanded), the softmax output;
     // the scores before it are the transient.
     const bool broadcast = c != 4;
     m.saved.push_back(4 * t * (q + 2 * (broadcast ? kv : q)));
-    m.saved.push_back(4 * scores);
-    if (spec.attention_dropout > 0) m.saved.push_back(scores + 4 * scores);  // mask + output
+    keep_quadratic(4 * scores);
+    if (spec.attention_dropout > 0) keep_quadratic(scores + 4 * scores);  // mask + output
     m.transient = std::max(m.transient, 4 * scores);
   } else if (eager) {
     if (kv < q && !expanded_kv) m.saved.push_back(2 * c * t * q);  // repeat_kv
@@ -382,10 +394,11 @@ block_memory block(const step_context& ctx, int layer_index) {
     // cap does) and its cast back for the product with V; dropout's mask and output.
     const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
     const std::uint64_t probs = fp32_softmax ? 4 : c;
-    m.saved.push_back(probs * scores);
-    if (probs != c) m.saved.push_back(c * scores);
-    if (softcap) m.saved.push_back(c * scores);  // tanh keeps its output
-    if (spec.attention_dropout > 0) m.saved.push_back(scores + c * scores);  // mask + output
+    softmax_bytes = probs;
+    keep_quadratic(probs * scores);
+    if (probs != c) keep_quadratic(c * scores);
+    if (softcap) keep_quadratic(c * scores);                              // tanh keeps its output
+    if (spec.attention_dropout > 0) keep_quadratic(scores + c * scores);  // mask + output
     m.transient = std::max(m.transient, 2 * c * scores);  // scaled and masked scores
   } else {
     m.saved.push_back(c * t * q);  // output
@@ -477,6 +490,9 @@ block_memory block(const step_context& ctx, int layer_index) {
   m.transient = std::max(m.transient, mlp_bytes * t * i + ctx.r * th * h);
   m.backward_transient += 3 * mlp_bytes * t * i + 2 * ctx.r * th * h;
   m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
+  // Selective recomputation: the attention core again, with the fp32 gradient of its scores.
+  if (quadratic > 0)
+    m.backward_transient = std::max(m.backward_transient, quadratic + softmax_bytes * scores);
   // Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
   if (ctx.cp > 1) {
     const std::uint64_t kv_chunk = c * t * 2 * kv;  // one rank's keys and values

@@ -396,7 +396,13 @@ std::string training_config_for(const json& p, training_config& config,
   config.micro_batch = micro.get<std::uint64_t>();
   config.seq_len = seq.get<std::uint64_t>();
   const json& ckpt = w.value("grad_ckpt", json());
-  if (ckpt.is_string()) return "selective checkpointing is not modelled yet";
+  // "selective": the format's per-op or every-n-th-block recomputation, read as Megatron-LM's
+  // selective recomputation (the attention core), which keeps everything else.
+  if (ckpt.is_string() && ckpt.get<std::string>() != "selective")
+    return "grad_ckpt must be true, false, \"selective\" or null";
+  config.selective_recompute = ckpt.is_string();
+  if (config.selective_recompute)
+    defaults_note += "; selective checkpointing read as recomputing the attention core only";
   // Unstated: the framework's default — torchtune's recipe configs enable activation
   // checkpointing (enable_activation_checkpointing: True), plain loops do not.
   config.grad_ckpt = ckpt.is_boolean() ? ckpt.get<bool>() : framework == "torchtune";

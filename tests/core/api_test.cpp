@@ -234,6 +234,21 @@ TEST_CASE("kbit_preparation applies to a transformers 4-bit LoRA base") {
   CHECK(call(sharded).at("ok") == true);
 }
 
+TEST_CASE("grad_ckpt takes true, false or \"selective\", and says so") {
+  auto request = [](const json& ckpt) {
+    return json{{"api_version", 1},
+                {"command", "estimate"},
+                {"model", {{"preset", "meta-llama/Llama-3.2-1B"}}},
+                {"cluster", {{"gpu", "h100-sxm"}}},
+                {"workload", {{"micro_batch", 1}, {"seq_len", 512}, {"grad_ckpt", ckpt}}}};
+  };
+  const json selective = call(request("selective"));
+  REQUIRE(selective.at("ok") == true);
+  CHECK(selective.at("result").at("workload").at("grad_ckpt") == "selective");
+  check_error(call(request("partial")), "request.invalid_value", "workload.grad_ckpt");
+  check_error(call(request(1)), "request.invalid_value", "workload.grad_ckpt");
+}
+
 TEST_CASE("context parallelism: states sharded over the data- and context-parallel ranks") {
   auto request = [](const json& parallel, int seq_len) {
     return json{{"api_version", 1},

@@ -486,6 +486,32 @@ TEST_CASE("context parallelism's buffers: the ring's K/V and outputs, Ulysses' a
   CHECK(ulysses.peak.allocated - alone.peak.allocated <= 3072 * t);
 }
 
+TEST_CASE("selective recomputation drops the attention core's score-sized tensors, nothing else") {
+  const auto spec = llama_1b();  // 16 blocks, 32 heads
+  REQUIRE(spec.ok());
+  training_config config;
+  config.optimizer_step = false;
+  config.seq_len = 256;
+  config.attention = attention_kernel::eager;
+  auto kept = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.selective_recompute = true;
+  auto selective = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(kept.ok());
+  REQUIRE(selective.ok());
+  // Eager Llama attention under autocast keeps the fp32 softmax and its bf16 cast: 6 bytes per
+  // score, 32 x 256^2 scores per block, 16 blocks.
+  CHECK(kept.value().saved_activation_bytes - selective.value().saved_activation_bytes ==
+        16ULL * 6 * 32 * 256 * 256);
+  // Fused attention keeps no scores: nothing changes.
+  config.attention = attention_kernel::sdpa;
+  auto fused_selective = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.selective_recompute = false;
+  auto fused = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(fused_selective.ok());
+  REQUIRE(fused.ok());
+  CHECK(fused_selective.value().peak.allocated == fused.value().peak.allocated);
+}
+
 TEST_CASE("pipeline stages split the blocks evenly, the first stages taking the remainder") {
   CHECK(pipeline_stage_layers(32, 4, 0).first == 0);
   CHECK(pipeline_stage_layers(32, 4, 3).first == 24);

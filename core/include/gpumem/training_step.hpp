@@ -123,6 +123,11 @@ struct training_config {
   std::uint64_t micro_batch = 1;
   std::uint64_t seq_len = 512;
   bool grad_ckpt = false;
+  // Selective activation recomputation (Korthikanti et al. 2022; Megatron-LM
+  // --recompute-granularity selective): the attention core's tensors as large as the scores are
+  // recomputed in backward, the rest kept. Changes nothing for fused attention kernels, which
+  // keep no scores.
+  bool selective_recompute = false;
   // Micro-batches per optimizer step (gradient accumulation); gradients of the earlier ones
   // stay alive through the next forward.
   std::uint64_t grad_accumulation = 1;
