@@ -273,6 +273,10 @@ std::string gib(const ordered_json& bytes) {
 
 // The parts of estimate and plan requests that come from the same options.
 bool training_request(const arguments& args, ordered_json& request) {
+  if (args.options.count("grad-ckpt") && args.options.count("selective-recompute")) {
+    fail("--grad-ckpt and --selective-recompute exclude each other");
+    return false;
+  }
   auto it = args.options.find("model");
   if (it == args.options.end()) {
     fail(args.command + " needs --model <preset id | config.json path>");

@@ -529,7 +529,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only).
   const json& ckpt = workload.value("grad_ckpt", json(false));
-  if (!ckpt.is_boolean() && ckpt != json("selective")) {
+  if (!ckpt.is_boolean() && !ckpt.is_null() && ckpt != json("selective")) {
     return error{"request.invalid_value", "workload.grad_ckpt",
                  "[workload.grad_ckpt] must be true, false or \"selective\", got " + ckpt.dump()};
   }

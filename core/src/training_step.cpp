@@ -369,9 +369,8 @@ block_memory block(const step_context& ctx, int layer_index) {
   m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
   // The tensors as large as the scores: kept for backward, or under selective recomputation
   // (Korthikanti et al. 2022, Megatron-LM --recompute-granularity selective) recomputed in the
-  // block's backward beside their gradient.
+  // block's backward.
   std::uint64_t quadratic = 0;
-  std::uint64_t softmax_bytes = 4;  // the softmax's element size, that of its gradient
   const auto keep_quadratic = [&](std::uint64_t bytes) {
     if (ctx.config.selective_recompute) {
       quadratic += bytes;
@@ -394,7 +393,6 @@ block_memory block(const step_context& ctx, int layer_index) {
     // cap does) and its cast back for the product with V; dropout's mask and output.
     const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
     const std::uint64_t probs = fp32_softmax ? 4 : c;
-    softmax_bytes = probs;
     keep_quadratic(probs * scores);
     if (probs != c) keep_quadratic(c * scores);
     if (softcap) keep_quadratic(c * scores);                              // tanh keeps its output
@@ -490,9 +488,9 @@ block_memory block(const step_context& ctx, int layer_index) {
   m.transient = std::max(m.transient, mlp_bytes * t * i + ctx.r * th * h);
   m.backward_transient += 3 * mlp_bytes * t * i + 2 * ctx.r * th * h;
   m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
-  // Selective recomputation: the attention core again, with the fp32 gradient of its scores.
-  if (quadratic > 0)
-    m.backward_transient = std::max(m.backward_transient, quadratic + softmax_bytes * scores);
+  // Selective recomputation: the attention core made again for its backward (as the kept
+  // tensors are alive there otherwise).
+  m.backward_transient = std::max(m.backward_transient, quadratic);
   // Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
   if (ctx.cp > 1) {
     const std::uint64_t kv_chunk = c * t * 2 * kv;  // one rank's keys and values

@@ -405,7 +405,8 @@ std::string training_config_for(const json& p, training_config& config,
     defaults_note += "; selective checkpointing read as recomputing the attention core only";
   // Unstated: the framework's default — torchtune's recipe configs enable activation
   // checkpointing (enable_activation_checkpointing: True), plain loops do not.
-  config.grad_ckpt = ckpt.is_boolean() ? ckpt.get<bool>() : framework == "torchtune";
+  config.grad_ckpt =
+      ckpt.is_boolean() ? ckpt.get<bool>() : ckpt.is_null() && framework == "torchtune";
   config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
                          ? attention_kernel::eager
                          : attention_kernel::sdpa;

@@ -160,6 +160,52 @@ TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage"
   }
 }
 
+TEST_CASE("context-parallel and selective points: how an unstated kind is read") {
+  nlohmann::json p = {{"id", "p"},
+                      {"kind", "peak"},
+                      {"metric", "allocated"},
+                      {"measured_gib", 10.0},
+                      {"model",
+                       {{"config",
+                         {{"model_type", "llama"},
+                          {"hidden_size", 256},
+                          {"intermediate_size", 512},
+                          {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4},
+                          {"vocab_size", 1000}}}}},
+                      {"workload",
+                       {{"phase", "train"},
+                        {"finetune", "full"},
+                        {"weights", "bf16"},
+                        {"compute", "amp_bf16"},
+                        {"optimizer", "adamw"},
+                        {"micro_batch", 1},
+                        {"seq_len", 1024},
+                        {"framework", "megatron"}}},
+                      {"parallel", {{"method", "zero2"}, {"gpus", 8}, {"dp", 2}, {"cp", 4}}},
+                      {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+  const auto note = [](const nlohmann::json& point) {
+    const auto read = validate_memory(nlohmann::json::array({point})).points.at(0);
+    REQUIRE(read.scored);
+    return read.note;
+  };
+  // Megatron under ZeRO-2/3 is Megatron-DeepSpeed, whose sequence parallelism is Ulysses.
+  CHECK(note(p).find("Ulysses") != std::string::npos);
+  p["parallel"]["method"] = "zero1";
+  CHECK(note(p).find("ring attention") != std::string::npos);
+  // A stated "selective" under torchtune is not also read as the recipe's full checkpointing.
+  p["parallel"] = {{"method", "single"}, {"gpus", 1}};
+  p["workload"]["framework"] = "torchtune";
+  p["workload"]["grad_ckpt"] = "selective";
+  const auto selective = validate_memory(nlohmann::json::array({p})).points.at(0);
+  p["workload"]["grad_ckpt"] = false;
+  const auto none = validate_memory(nlohmann::json::array({p})).points.at(0);
+  REQUIRE(selective.scored);
+  REQUIRE(none.scored);
+  CHECK(selective.estimated_gib == none.estimated_gib);  // sdpa: nothing to recompute
+  CHECK(selective.note.find("selective") != std::string::npos);
+}
+
 TEST_CASE("inference under scripts that run transformers' generate is read as transformers") {
   nlohmann::json p = {{"id", "p"},
                       {"kind", "peak"},
