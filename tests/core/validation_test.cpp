@@ -63,31 +63,36 @@ TEST_CASE("summary statistics follow the validation README (nearest-rank p90)") 
 namespace gpumem {
 namespace {
 
+// A measured point on a small Llama-like model (h 256, 2 blocks, vocab 1000) on an H100.
+nlohmann::json small_point(const nlohmann::json& workload, const nlohmann::json& parallel) {
+  return {{"id", "p"},
+          {"kind", "peak"},
+          {"metric", "allocated"},
+          {"measured_gib", 10.0},
+          {"model",
+           {{"config",
+             {{"model_type", "llama"},
+              {"hidden_size", 256},
+              {"intermediate_size", 512},
+              {"num_hidden_layers", 2},
+              {"num_attention_heads", 4},
+              {"vocab_size", 1000}}}}},
+          {"workload", workload},
+          {"parallel", parallel},
+          {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+}
+
 TEST_CASE("points with impossible sizes are skipped with a reason, never scored or crashed on") {
   // A litgpt training point whose unstated gradient accumulation divides by the micro-batch.
-  const nlohmann::json base = {{"id", "p"},
-                               {"kind", "peak"},
-                               {"metric", "allocated"},
-                               {"measured_gib", 10.0},
-                               {"model",
-                                {{"config",
-                                  {{"model_type", "llama"},
-                                   {"hidden_size", 256},
-                                   {"intermediate_size", 512},
-                                   {"num_hidden_layers", 2},
-                                   {"num_attention_heads", 4},
-                                   {"vocab_size", 1000}}}}},
-                               {"workload",
-                                {{"phase", "train"},
-                                 {"finetune", "full"},
-                                 {"weights", "bf16"},
-                                 {"compute", "pure_bf16"},
-                                 {"optimizer", "adamw"},
-                                 {"micro_batch", 1},
-                                 {"seq_len", 64},
-                                 {"framework", "litgpt"}}},
-                               {"parallel", {{"method", "single"}, {"gpus", 1}}},
-                               {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+  const nlohmann::json base = small_point({{"phase", "train"},
+                                           {"finetune", "full"},
+                                           {"weights", "bf16"},
+                                           {"compute", "pure_bf16"},
+                                           {"optimizer", "adamw"},
+                                           {"micro_batch", 1},
+                                           {"seq_len", 64},
+                                           {"framework", "litgpt"}},
+                                          {{"method", "single"}, {"gpus", 1}});
   CHECK(validate_memory(nlohmann::json::array({base})).points.at(0).scored);
   for (const nlohmann::json& micro :
        {nlohmann::json(0), nlohmann::json(-1), nlohmann::json(1.5), nlohmann::json(1ULL << 63)}) {
@@ -161,29 +166,15 @@ TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage"
 }
 
 TEST_CASE("context-parallel and selective points: how an unstated kind is read") {
-  nlohmann::json p = {{"id", "p"},
-                      {"kind", "peak"},
-                      {"metric", "allocated"},
-                      {"measured_gib", 10.0},
-                      {"model",
-                       {{"config",
-                         {{"model_type", "llama"},
-                          {"hidden_size", 256},
-                          {"intermediate_size", 512},
-                          {"num_hidden_layers", 2},
-                          {"num_attention_heads", 4},
-                          {"vocab_size", 1000}}}}},
-                      {"workload",
-                       {{"phase", "train"},
-                        {"finetune", "full"},
-                        {"weights", "bf16"},
-                        {"compute", "amp_bf16"},
-                        {"optimizer", "adamw"},
-                        {"micro_batch", 1},
-                        {"seq_len", 1024},
-                        {"framework", "megatron"}}},
-                      {"parallel", {{"method", "zero2"}, {"gpus", 8}, {"dp", 2}, {"cp", 4}}},
-                      {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "bf16"},
+                                  {"compute", "amp_bf16"},
+                                  {"optimizer", "adamw"},
+                                  {"micro_batch", 1},
+                                  {"seq_len", 1024},
+                                  {"framework", "megatron"}},
+                                 {{"method", "zero2"}, {"gpus", 8}, {"dp", 2}, {"cp", 4}});
   const auto note = [](const nlohmann::json& point) {
     const auto read = validate_memory(nlohmann::json::array({point})).points.at(0);
     REQUIRE(read.scored);
@@ -207,28 +198,14 @@ TEST_CASE("context-parallel and selective points: how an unstated kind is read")
 }
 
 TEST_CASE("inference under scripts that run transformers' generate is read as transformers") {
-  nlohmann::json p = {{"id", "p"},
-                      {"kind", "peak"},
-                      {"metric", "allocated"},
-                      {"measured_gib", 1.0},
-                      {"model",
-                       {{"config",
-                         {{"model_type", "llama"},
-                          {"hidden_size", 256},
-                          {"intermediate_size", 512},
-                          {"num_hidden_layers", 2},
-                          {"num_attention_heads", 4},
-                          {"vocab_size", 1000}}}}},
-                      {"workload",
-                       {{"phase", "inference"},
-                        {"weights", "bf16"},
-                        {"compute", "pure_bf16"},
-                        {"micro_batch", 1},
-                        {"seq_len", 64},
-                        {"new_tokens", 16},
-                        {"framework", "transformers"}}},
-                      {"parallel", {{"method", "single"}, {"gpus", 1}}},
-                      {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
+  nlohmann::json p = small_point({{"phase", "inference"},
+                                  {"weights", "bf16"},
+                                  {"compute", "pure_bf16"},
+                                  {"micro_batch", 1},
+                                  {"seq_len", 64},
+                                  {"new_tokens", 16},
+                                  {"framework", "transformers"}},
+                                 {{"method", "single"}, {"gpus", 1}});
   const auto reference = validate_memory(nlohmann::json::array({p})).points.at(0);
   REQUIRE(reference.scored);
   for (const char* framework : {"optimum", "peft_examples", "hf_trainer", "accelerate"}) {
