@@ -251,11 +251,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   if (!workload.ok()) return respond_error(workload.failure());
   const training_parallel& layout = parallel.value();
   // Sharded QLoRA (ZeRO-3, FSDP) loads the 4-bit base without PEFT's kbit preparation.
-  const bool params_sharded = layout.sharding == data_parallel::zero3 ||
-                              layout.sharding == data_parallel::gemini ||
-                              layout.sharding == data_parallel::fsdp_full_shard ||
-                              layout.sharding == data_parallel::fsdp_shard_grad_op;
-  if (params_sharded &&
+  if (shards_parameters(layout.sharding) &&
       request.value("workload", json::object()).value("kbit_preparation", json(false)) ==
           json(true)) {
     return respond_error({"request.invalid_value", "workload.kbit_preparation",
@@ -337,8 +333,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   if (layout.shard_group) result["parallel"]["shard_group"] = layout.shard_group;
   if (layout.cp > 1) {
     result["parallel"]["cp"] = layout.cp;
-    result["parallel"]["cp_kind"] =
-        layout.cp_kind == context_parallel_kind::ulysses ? "ulysses" : "ring";
+    result["parallel"]["cp_kind"] = context_parallel_kind_name(layout.cp_kind);
   }
   // The DeepSpeed buckets the replay used (stated or DeepSpeed's defaults).
   if (layout.sharding == data_parallel::zero2) {

@@ -612,9 +612,19 @@ std::optional<compute_precision> compute_precision_named(const std::string& name
 }
 
 std::optional<context_parallel_kind> context_parallel_kind_named(const std::string& name) {
-  if (name == "ring") return context_parallel_kind::ring;
-  if (name == "ulysses") return context_parallel_kind::ulysses;
+  for (const auto kind : {context_parallel_kind::ring, context_parallel_kind::ulysses}) {
+    if (name == context_parallel_kind_name(kind)) return kind;
+  }
   return std::nullopt;
+}
+
+const char* context_parallel_kind_name(context_parallel_kind kind) {
+  return kind == context_parallel_kind::ulysses ? "ulysses" : "ring";
+}
+
+bool shards_parameters(data_parallel dp) {
+  return dp == data_parallel::zero3 || dp == data_parallel::gemini ||
+         dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op;
 }
 
 std::optional<data_parallel> data_parallel_named(const std::string& name) {
@@ -907,9 +917,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // Data parallelism: which states each rank keeps a 1/n share of.
   const auto dp = config.sharding;
   const std::uint64_t n = std::max<std::uint64_t>(config.dp_degree, 1);
-  const bool params_sharded = dp == data_parallel::zero3 || dp == data_parallel::gemini ||
-                              dp == data_parallel::fsdp_full_shard ||
-                              dp == data_parallel::fsdp_shard_grad_op;
+  const bool params_sharded = shards_parameters(dp);
   const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
   // PEFT's prepare_model_for_kbit_training, which the transformers QLoRA recipes run on an
   // unsharded 4-bit model (TRL SFTTrainer, the QLoRA paper's qlora.py; FSDP / ZeRO-3 QLoRA skip

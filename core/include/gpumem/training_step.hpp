@@ -53,6 +53,9 @@ enum class data_parallel {
 // The method's name in requests (single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,
 // fsdp_shard_grad_op), if it is one.
 std::optional<data_parallel> data_parallel_named(const std::string& name);
+// Whether the method shards the parameters themselves (ZeRO-3, Gemini, FSDP), gathering each
+// block for its use.
+bool shards_parameters(data_parallel dp);
 
 // The fine-tuning kind named in requests and validation points: full, lora, dora (LoRA with
 // `dora` set), llama_adapter_v1, llama_adapter_v2.
@@ -66,7 +69,9 @@ std::optional<compute_precision> compute_precision_named(const std::string& name
 // chunks from rank to rank; DeepSpeed-Ulysses all-to-alls q/k/v so each rank attends over the
 // whole sequence with heads / cp of the heads (deepspeed/sequence/layer.py).
 enum class context_parallel_kind { ring, ulysses };
+// The kind's name in requests (ring, ulysses), and back.
 std::optional<context_parallel_kind> context_parallel_kind_named(const std::string& name);
+const char* context_parallel_kind_name(context_parallel_kind kind);
 
 // Whose training code runs the step, where it differs in what it keeps (docs/methodology.md):
 // transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
