@@ -8,6 +8,9 @@ namespace {
 // torchtune's CEWithChunkedOutputLoss (num_output_chunks = 8; recipes call
 // model.set_num_output_chunks with it): the output projection and cross-entropy in 8 chunks.
 constexpr std::uint64_t torchtune_output_chunks = 8;
+// litgpt's LM head chunk and chunked_cross_entropy's chunk (finetune/*.py lm_head_chunk_size=128,
+// utils.py chunked_cross_entropy chunk_size=128), in tokens of each sequence.
+constexpr std::uint64_t litgpt_chunk_tokens = 128;
 
 using cat = memory_category;
 
@@ -1201,6 +1204,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const bool inputs_outlive_backward =
       ctx.quantized && config.framework == framework_profile::litgpt;
   std::vector<int> previous_graph;  // the inputs held by the last iteration's graph
+  int previous_logits = -1;         // the last iteration's logits, until the next forward
+  const bool litgpt = config.framework == framework_profile::litgpt;
   for (int pass = 0; pass < steps * micro_steps; ++pass) {
     const int step = pass / micro_steps + 1;
     const bool first_micro = pass % micro_steps == 0;
@@ -1304,15 +1309,21 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       }
       // LLaMA-Adapter v2's LM head keeps linear(x) + adapter_bias for its scale's gradient.
       if (adapter_v2) head.push_back(tl.allocate(ctx.c * tv, cat::logits_and_loss));
-      if (config.framework == framework_profile::litgpt) {
-        // litgpt projects in 128-token chunks and Fabric casts the outputs to fp32
-        // (_FabricModule.forward convert_output); fit() holds them through backward, and
-        // chunked_cross_entropy keeps each chunk's fp32 log-softmax.
-        kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
+      if (litgpt) {
+        // litgpt projects in 128-token chunks (GPT.forward lm_head_chunk_size=128); once
+        // model() returns them all, Fabric casts each to fp32 (_FabricModule.forward
+        // convert_output), and the loop's `logits` holds them until the next model() returns.
         tl.free(tl.allocate(head_dequantised, cat::activations));  // for the last chunk
-        // model() has returned: `logits` is reassigned and the last iteration's graph dies.
+        const int chunks = ctx.c == 4 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
+        kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
+        tl.free(chunks);
+        // `logits` is reassigned: the last iteration's logits and graph die.
+        tl.free(previous_logits);
         for (int id : previous_graph) tl.free(id);
         previous_graph.clear();
+        // chunked_cross_entropy takes each chunk's loss apart and keeps its fp32 log-softmax.
+        chunk_elements = config.micro_batch *
+                         std::min<std::uint64_t>(ctx.seq, litgpt_chunk_tokens) * output.cols;
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
       } else if (config.framework == framework_profile::torchtune) {
         // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for
@@ -1461,14 +1472,25 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       // sequence number first), so only the gradients of all chunks in the logits' dtype pile up
       // (in fp32 the upcast is no node and each chunk's fp32 gradient waits for the head).
       const int grad_nll = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
-      const int grad_logits = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
+      int grad_logits = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
       tl.free(grad_nll);
       tl.free(log_softmax);
+      if (litgpt) {
+        // Fabric's fp32 casts are older than every chunk's loss, so the fp32 gradients of all
+        // chunks pile up before the first is cast back, each then giving way to its 16-bit one.
+        tl.free(tl.allocate(4 * (tv - chunk_elements), cat::logits_and_loss));
+        tl.free(grad_logits);
+        grad_logits = -1;
+      }
       const int grad_c =
           ctx.c == 4 && chunk_elements == tv ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
       tl.free(tl.allocate(head_dequantised, cat::activations));  // the head's input gradient
       tl.free(grad_logits);
-      tl.free(kept_logits);
+      if (litgpt) {
+        previous_logits = kept_logits;
+      } else {
+        tl.free(kept_logits);
+      }
       grads_for(-1);  // LM head and embeddings (outside the blocks)
       tl.free(grad_c);
       for (int id : head) tl.free(id);

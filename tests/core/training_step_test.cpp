@@ -714,6 +714,37 @@ TEST_CASE("torchtune's chunked cross-entropy is taken back chunk by chunk") {
         doctest::Approx(tv * (2 + 4 + 0.5)).epsilon(1e-6));
 }
 
+TEST_CASE("litgpt's fp32 logits: held until the next forward returns, their loss chunked") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = lora_qv();
+  config.framework = framework_profile::litgpt;
+  config.compute = compute_precision::pure_bf16;
+  config.grad_ckpt = true;
+  config.micro_batch = 2;
+  config.seq_len = 2048;
+  // 4,096 tokens x 128,256 vocabulary; the loss is taken in chunks of 2 x 128 tokens (1/16).
+  const double tv = 4096.0 * 128256;
+  const double chunk = tv / 16;
+  // One forward and backward: the fp32 logits (4 bytes an element) and every chunk's fp32
+  // log-softmax (4), then one chunk's two fp32 gradients as the backward starts. Taken back
+  // whole, it would add two full fp32 gradients instead (16 bytes an element).
+  config.optimizer_step = false;
+  auto once = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(once.ok());
+  CHECK(once.value().peak.phase == "backward");
+  CHECK(at_peak(once.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(4 * tv + 4 * tv + 8 * chunk).epsilon(1e-6));
+  // The next step's forward ends with the last step's fp32 logits still held by the loop's
+  // `logits`, beside the new bf16 chunks (2) and their fp32 casts (4).
+  config.optimizer_step = true;
+  auto stepped = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(stepped.ok());
+  CHECK(stepped.value().peak.phase == "loss");
+  CHECK(at_peak(stepped.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(4 * tv + 2 * tv + 4 * tv).epsilon(1e-6));
+}
+
 TEST_CASE("gradient accumulation under FSDP keeps every unit's unsharded gradient (no_sync)") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());
