@@ -693,15 +693,21 @@ TEST_CASE("LoRA under ZeRO: the engine makes the adapters 16-bit with fp32 maste
         at_peak(converted.value(), memory_category::activations));
 }
 
-TEST_CASE("torchtune's chunked cross-entropy is taken back chunk by chunk") {
-  const auto spec = llama_1b();
-  REQUIRE(spec.ok());
+// LoRA in pure bf16 with checkpointing, 2 x 2,048 tokens: runs whose logits dwarf the rest.
+training_config chunked_loss_run(framework_profile framework) {
   training_config config = lora_qv();
-  config.framework = framework_profile::torchtune;
+  config.framework = framework;
   config.compute = compute_precision::pure_bf16;
   config.grad_ckpt = true;
   config.micro_batch = 2;
   config.seq_len = 2048;
+  return config;
+}
+
+TEST_CASE("torchtune's chunked cross-entropy is taken back chunk by chunk") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = chunked_loss_run(framework_profile::torchtune);
   auto e = estimate_training_step(spec.value(), config, gpu_spec{});
   REQUIRE(e.ok());
   // 4,096 tokens x 128,256 vocabulary. After the loss: the bf16 output chunks (2 bytes each),
@@ -717,12 +723,7 @@ TEST_CASE("torchtune's chunked cross-entropy is taken back chunk by chunk") {
 TEST_CASE("litgpt's fp32 logits: held until the next forward returns, their loss chunked") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());
-  training_config config = lora_qv();
-  config.framework = framework_profile::litgpt;
-  config.compute = compute_precision::pure_bf16;
-  config.grad_ckpt = true;
-  config.micro_batch = 2;
-  config.seq_len = 2048;
+  training_config config = chunked_loss_run(framework_profile::litgpt);
   // 4,096 tokens x 128,256 vocabulary; the loss is taken in chunks of 2 x 128 tokens (1/16).
   const double tv = 4096.0 * 128256;
   const double chunk = tv / 16;
