@@ -492,7 +492,7 @@ int plan_command(const arguments& args) {
     return 0;
   }
   gpumem::cli::table t(
-      {"method", "tp", "offload", "fits", "max micro-batch", "peak GiB", "tokens/s"});
+      {"method", "tp", "cp", "offload", "fits", "max micro-batch", "peak GiB", "tokens/s"});
   for (const auto& c : r["candidates"]) {
     std::string offload = "-";
     if (c.contains("offload")) {
@@ -503,8 +503,8 @@ int plan_command(const arguments& args) {
           offload += (offload.empty() ? "" : " ") + std::string(state) + ":" + where;
       }
     }
-    t.row({c["method"], std::to_string(c["tp"].get<int>()), offload,
-           c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
+    t.row({c["method"], std::to_string(c["tp"].get<int>()), std::to_string(c["cp"].get<int>()),
+           offload, c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
            std::to_string(c["max_micro_batch"].get<std::uint64_t>()), gib(c["peak_bytes"]),
            gpumem::cli::fixed(c["tokens_per_s"].get<double>(), 0)});
   }

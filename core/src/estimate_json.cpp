@@ -103,6 +103,7 @@ ordered_json plan_json(const plan_result& plan) {
   for (const auto& c : plan.candidates) {
     ordered_json entry = {{"method", c.method},
                           {"tp", c.parallel.tp},
+                          {"cp", c.parallel.cp},
                           {"sequence_parallel", c.sequence_parallel},
                           {"valid", c.valid},
                           {"fits", c.fits},
@@ -123,6 +124,7 @@ ordered_json plan_json(const plan_result& plan) {
     choice = {{"method", c.method},
               {"candidate", plan.choice},
               {"tp", c.parallel.tp},
+              {"cp", c.parallel.cp},
               {"sequence_parallel", c.sequence_parallel},
               {"max_micro_batch", c.max_micro_batch},
               {"peak_bytes", c.at_max.peak_bytes},

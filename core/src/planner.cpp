@@ -20,6 +20,7 @@ std::string label(const plan_candidate& c) {
   std::string name = c.method;
   if (c.parallel.method == parallel_method::dp_tp)
     name += " (tp " + std::to_string(c.parallel.tp) + ")";
+  if (c.parallel.cp > 1) name += " (cp " + std::to_string(c.parallel.cp) + ")";
   return name;
 }
 
@@ -238,17 +239,22 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   // NVMe per node) fits, and its speed there.
   // `tp` > 1 with a data-parallel method: DP+TP, tp tensor-parallel GPUs (with sequence
   // parallelism) in each of gpus / tp data-parallel groups.
-  auto evaluate = [&](const method& m, const offload_placement& offload, std::uint64_t tp = 1) {
+  // `cp` > 1: context parallelism, each sequence split over cp GPUs by ring attention, the
+  // states sharded over all of them.
+  auto evaluate = [&](const method& m, const offload_placement& offload, std::uint64_t tp = 1,
+                      std::uint64_t cp = 1) {
     plan_candidate c;
     c.method = m.name;
     c.offload = offload;
     const bool tensor = m.timing == parallel_method::tp;
     const bool hybrid = tp > 1 && !tensor;
     const std::uint64_t degree = tensor ? cluster.gpus : tp;
-    c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false};
+    c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false, cp};
     c.sequence_parallel = tensor || hybrid;
     training_config config = workload;
     config.sharding = m.sharding;
+    config.cp_degree = cp;
+    config.cp_kind = context_parallel_kind::ring;
     const bool pipeline = m.pipeline;
     if (pipeline) {
       // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,
@@ -382,6 +388,19 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
     plan.candidates.push_back(evaluate(zero3_tp, offload_placement{}, tp));
     if (failure) return *failure;
+  }
+  // Sequences that fit one at a time at best: FSDP with context parallelism over 2, 4, ... GPUs
+  // within a node (torchtitan's long-context recipe: FSDP2 and ring attention), before anything
+  // is offloaded; lengths the ring cannot split evenly are left out.
+  const bool fitted = choose_fastest(plan);
+  if (!fitted || plan.candidates[static_cast<std::size_t>(plan.choice)].max_micro_batch == 1) {
+    static const method fsdp_cp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
+                                parallel_method::adp};
+    for (std::uint64_t cp = 2; cp <= cluster.gpus && cp <= per_node; cp *= 2) {
+      if (cluster.gpus % cp != 0 || workload.seq_len % (2 * cp) != 0) continue;
+      plan.candidates.push_back(evaluate(fsdp_cp, offload_placement{}, 1, cp));
+      if (failure) return *failure;
+    }
   }
   if (choose_fastest(plan)) return plan;
 

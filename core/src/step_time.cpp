@@ -75,7 +75,10 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   const double passes =
       1.0 + (options.weight_gradients ? 2.0 : 1.0) + (options.recompute ? 1.0 : 0.0);
   out.flops_per_token = passes * forward;
-  const double tokens = static_cast<double>(micro_batch * seq_len);  // per data-parallel rank
+  // Context parallelism gives each rank seq_len / cp tokens of every sequence; each still attends
+  // over the whole sequence (load-balanced causal chunks: equal work per rank).
+  const double cp = parallel.cp > 1 ? static_cast<double>(parallel.cp) : 1.0;
+  const double tokens = static_cast<double>(micro_batch * seq_len) / cp;  // per rank
   double peak = options.bf16 ? cluster.gpu.bf16_dense_flops : cluster.gpu.fp16_dense_flops;
   if (peak <= 0) peak = cluster.gpu.fp16_dense_flops;
   out.compute_s = tokens * out.flops_per_token / t / (peak * options.mfu);
@@ -98,7 +101,24 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   }
   double tp_s = 0;
   if (t > 1) tp_s = tensor_parallel_bytes(spec, tokens, t, options) / intra;
-  out.communication_s = dp_s + tp_s;
+  // Ring attention (TransformerEngine AttnFuncWithCPAndKVP2P): every layer's forward passes a
+  // rank's K/V chunk around cp - 1 times, the backward K/V and dK/dV, each overlapping the
+  // attention computed on the chunk before (Liu et al. 2023, Ring Attention); what the
+  // attention's share of the compute cannot hide is exposed.
+  double ring_s = 0;
+  double ring_exposed = 0;
+  if (cp > 1) {
+    const double forwards = options.recompute ? 2.0 : 1.0;
+    const double kv_chunk =
+        tokens * 2.0 * static_cast<double>(spec.num_kv_heads * (spec.head_dim + spec.v_head_dim)) /
+        t;
+    ring_s =
+        static_cast<double>(spec.num_layers) * (cp - 1.0) * kv_chunk * (forwards + 2.0) / intra;
+    const double attention =
+        forward - forward_flops_per_token(spec, counts, 0, options.causal_kernel);
+    ring_exposed = std::max(0.0, ring_s - out.compute_s * attention / forward);
+  }
+  out.communication_s = dp_s + tp_s + ring_s;
 
   double hidden_dp = 0;
   if (method == parallel_method::cdp) {
@@ -108,7 +128,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   } else {
     hidden_dp = std::min(dp_s, out.compute_s);  // prefetched gathers overlap compute
   }
-  out.exposed_communication_s = dp_s - hidden_dp + tp_s;
+  out.exposed_communication_s = dp_s - hidden_dp + tp_s + ring_exposed;
   out.step_s = out.compute_s + out.exposed_communication_s;
   out.tokens_per_s = out.step_s > 0 ? tokens * dp / out.step_s : 0;
   out.tokens_per_s_per_gpu = out.tokens_per_s / n;

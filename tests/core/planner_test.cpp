@@ -71,6 +71,22 @@ TEST_CASE("step time of a tiny model, by hand") {
     CHECK(s.step_s == doctest::Approx(compute / 2 + bytes / 1e9));
     CHECK(s.tokens_per_s == doctest::Approx(tokens / (compute / 2 + bytes / 1e9)));
   }
+  SUBCASE("adp with context parallelism 2: half the tokens a rank, the ring beside attention") {
+    parallel_config ring{parallel_method::adp, 1, false};
+    ring.cp = 2;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, ring, 2, 128, options);
+    const double rank_compute = compute / 2;
+    // Each layer passes a rank's K/V (128 tokens x 2 KV heads x (16 + 16) x 2 bytes) once in
+    // each of the two forwards and twice in backward (K/V and dK/dV); attention's share of the
+    // compute (2 x 128 x 4 x 32 of 226432 forward FLOPs a token) hides part of it.
+    const double ring_s = 2 * 1 * (128.0 * 64 * 2) * 4 / 1e9;
+    const double attention_s = rank_compute * 65536 / 226432;
+    const double dp_s = 3 * 0.5 * 2 * 86848 / 1e9;
+    CHECK(s.compute_s == doctest::Approx(rank_compute));
+    CHECK(s.communication_s == doctest::Approx(dp_s + ring_s));
+    CHECK(s.exposed_communication_s == doctest::Approx(dp_s - rank_compute + ring_s - attention_s));
+    CHECK(s.tokens_per_s == doctest::Approx(2 * 128.0 / s.step_s));
+  }
   SUBCASE("no recomputation: three forwards' worth") {
     options.recompute = false;
     auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
@@ -246,6 +262,44 @@ TEST_CASE("detailed plans skip tensor parallelism where it cannot run, and say w
   r = test::call(request);
   REQUIRE(r.at("ok") == true);
   CHECK(tensor_parallel(r.at("result")).at("valid") == false);
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("detailed plans split sequences that fit one at a time at best over context ranks") {
+  // 65,536 tokens of Llama-3.2-1B on 4 A100 40GB: only tensor parallelism fits, one sequence.
+  json request = {{"command", "plan"},
+                  {"model", "meta-llama/Llama-3.2-1B"},
+                  {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+                  {"workload", {{"seq_len", 65536}, {"grad_ckpt", true}}}};
+  const json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  std::string context;
+  for (const auto& c : plan.at("candidates")) {
+    if (c.at("cp") == 1) continue;
+    context += c.at("method").get<std::string>() + " cp " + std::to_string(c.at("cp").get<int>()) +
+               (c.at("fits") == true ? " fits; " : "; ");
+    if (c.at("fits") != true) continue;
+    // The candidate's figure is the estimate's for the same layout.
+    json e = {
+        {"command", "estimate"},
+        {"model", "meta-llama/Llama-3.2-1B"},
+        {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+        {"parallel", {{"method", c.at("method")}, {"cp", c.at("cp")}}},
+        {"workload",
+         {{"micro_batch", c.at("max_micro_batch")}, {"seq_len", 65536}, {"grad_ckpt", true}}}};
+    CHECK(test::call(e).at("result").at("peak_bytes") == c.at("peak_bytes"));
+  }
+  CHECK(context == "fsdp_full_shard cp 2; fsdp_full_shard cp 4 fits; ");
+  CHECK(plan.at("choice").at("cp") == 4);
+  // Shorter sequences that fit several at a time leave context parallelism out.
+  request["workload"]["seq_len"] = 1024;
+  for (const auto& c : test::call(request).at("result").at("candidates")) CHECK(c.at("cp") == 1);
 }
 
 }  // namespace

@@ -164,7 +164,7 @@ function placementText(offload) {
 function candidateRows(result, selected, inference, unit) {
   return result.candidates.map((c, i) => {
     const name = inference ? (c.gpus === 1 ? LABELS.method.single : `${LABELS.method[c.method] ?? c.method} × ${c.gpus}`)
-      : `${LABELS.method[c.method] ?? c.method}${c.tp > 1 ? ` (TP ${c.tp})` : ''}${c.offload ? ` + ${placementText(c.offload)}` : ''}`;
+      : `${LABELS.method[c.method] ?? c.method}${c.tp > 1 ? ` (TP ${c.tp})` : ''}${c.cp > 1 ? ` (CP ${c.cp})` : ''}${c.offload ? ` + ${placementText(c.offload)}` : ''}`;
     const fits = c.valid === false ? 'invalid' : c.fits ? 'yes' : 'no';
     const cells = inference
       ? `<td class="num">${c.gpus}</td><td>${fits}</td><td class="num">${c.valid === false ? '–' : escapeHtml(size(c.peak_bytes, unit))}</td>`
@@ -251,7 +251,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       const choice = r.choice
         ? inference
           ? `<p class="choice" data-testid="choice"><strong>${escapeHtml(LABELS.method[r.choice.method] ?? r.choice.method)} on ${r.choice.gpus} GPU${r.choice.gpus > 1 ? 's' : ''}.</strong> ${escapeHtml(r.reason)}</p>`
-          : `<p class="choice" data-testid="choice"><strong>${escapeHtml(LABELS.method[r.choice.method] ?? r.choice.method)}${r.choice.tp > 1 ? ` (TP ${r.choice.tp})` : ''}${r.choice.offload ? ' with offloading' : ''}</strong>, micro-batch ${r.choice.max_micro_batch}, about ${count(Math.round(r.choice.tokens_per_s))} tokens/s. ${escapeHtml(r.reason)}</p>`
+          : `<p class="choice" data-testid="choice"><strong>${escapeHtml(LABELS.method[r.choice.method] ?? r.choice.method)}${r.choice.tp > 1 ? ` (TP ${r.choice.tp})` : ''}${r.choice.cp > 1 ? ` (CP ${r.choice.cp})` : ''}${r.choice.offload ? ' with offloading' : ''}</strong>, micro-batch ${r.choice.max_micro_batch}, about ${count(Math.round(r.choice.tokens_per_s))} tokens/s. ${escapeHtml(r.reason)}</p>`
         : `<p class="choice nofit" data-testid="choice">${escapeHtml(r.reason)}</p>`;
       const head = inference
         ? '<tr><th>Layout</th><th class="num">GPUs</th><th>Fits</th><th class="num">Peak per GPU</th></tr>'

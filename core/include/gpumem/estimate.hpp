@@ -22,6 +22,9 @@ struct parallel_config {
   // DP+TP re-gather fraction: LLMem's own ((N-T)/N - 1/N of the local shard) unless true, then
   // the remote part of the tensor, (N-T)/N of the local shard (1/T - 1/N of the whole).
   bool exact_dp_tp_fraction = false;
+  // Context-parallel degree (detailed plans): each sequence split over cp GPUs of a sharded
+  // data-parallel method, attention by ring.
+  std::uint64_t cp = 1;
 };
 
 struct component {
