@@ -37,7 +37,8 @@ Usage:
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none]
                     [--grad-ckpt | --selective-recompute (the attention core only)]
                     [--grad-accumulation N]
-                    [--attention sdpa|eager] [--framework transformers|litgpt|torchtune]
+                    [--attention sdpa|eager]
+                    [--framework transformers|litgpt|torchtune|unsloth]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
                                        fsdp_shard_grad_op|fsdp_hybrid_shard (--gpus-per-node M)|

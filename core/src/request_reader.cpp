@@ -524,7 +524,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
              {"adamw", "adam", "adamw_8bit", "adafactor", "sgd", "sgd_momentum", "none"});
   const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
   const auto framework =
-      choice("framework", "transformers", {"transformers", "litgpt", "torchtune"});
+      choice("framework", "transformers", {"transformers", "litgpt", "torchtune", "unsloth"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only).
@@ -551,6 +551,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
   out.framework = *framework == "litgpt"      ? framework_profile::litgpt
                   : *framework == "torchtune" ? framework_profile::torchtune
+                  : *framework == "unsloth"   ? framework_profile::unsloth
                                               : framework_profile::transformers;
   if (out.finetune == finetune_kind::full && in.has("weights")) {
     // The stored dtype of a fully fine-tuned model (default: full_model_weight_bytes): 16-bit

@@ -1,6 +1,7 @@
 #include "gpumem/training_step.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gpumem {
 
@@ -13,6 +14,20 @@ constexpr std::uint64_t torchtune_output_chunks = 8;
 constexpr std::uint64_t litgpt_chunk_tokens = 128;
 
 using cat = memory_category;
+
+// unsloth's fused loss splits the tokens into chunks whose logits, at 16 bytes apiece, fit
+// `target_bytes` (min(half the free device memory, 4 GiB)) less the hidden states' gradient
+// `fixed_bytes`, in multiples of 4 (unsloth_zoo/fused_losses/cross_entropy_loss.py
+// get_chunk_size, _CE_BYTES_PER_LOGIT, _CE_TARGET_GB_CAP).
+std::uint64_t unsloth_loss_chunks(std::uint64_t tokens, std::uint64_t vocab, double target_bytes,
+                                  double fixed_bytes) {
+  if (fixed_bytes > 0 && fixed_bytes < target_bytes) target_bytes -= fixed_bytes;
+  const double exact =
+      static_cast<double>(tokens) * static_cast<double>(vocab) * 16.0 / target_bytes;
+  if (exact <= 1.0 + 1e-9) return 1;
+  const auto chunks = static_cast<std::uint64_t>(std::ceil(exact / 4 - 1e-9)) * 4;
+  return std::min(chunks, tokens);
+}
 
 bool is_amp(compute_precision c) {
   return c == compute_precision::amp_fp16 || c == compute_precision::amp_bf16;
@@ -278,7 +293,44 @@ std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, b
   return c;
 }
 
+// What one block keeps under unsloth's fast LoRA path (unsloth/kernels/fast_lora.py LoRA_QKV,
+// LoRA_W, LoRA_MLP; rms_layernorm.py Fast_RMS_Layernorm; flash-attention, which takes K/V per
+// KV head).
+block_memory unsloth_block(const step_context& ctx, int layer_index) {
+  const auto& spec = ctx.spec;
+  const std::uint64_t t = ctx.tokens;
+  const std::uint64_t c = ctx.c;
+  const std::uint64_t h = spec.hidden_size;
+  const std::uint64_t q = spec.num_heads * spec.head_dim;
+  const std::uint64_t kv = spec.num_kv_heads * spec.head_dim;
+  const std::uint64_t i = spec.intermediate_size;
+  block_memory m;
+  // Each RMSNorm keeps its 16-bit input (the residual stream) and an fp32 inverse RMS a row.
+  const std::uint64_t norm = ctx.r * t * h + 4 * t;
+  // LoRA_QKV keeps the norm's output; Q, K and V, roped in place, are what flash-attention
+  // keeps with its output (LoRA_W's input) and an fp32 log-sum-exp per head and token; LoRA_MLP
+  // keeps the second norm's output and the gate and up projections (SwiGLU is recomputed).
+  m.saved = {norm, c * t * h, c * t * (q + 2 * kv), c * t * q, 4 * t * spec.num_heads,
+             norm, c * t * h, 2 * c * t * i};
+  // Forward: the SwiGLU product and the down projection's output. Backward: the down
+  // projection's input gradient (made in place into the gate and up outputs after) and the
+  // incoming and outgoing hidden-width gradients; a 4-bit base is dequantised afresh for each
+  // backward matmul (fast_dequantize without the global buffer).
+  m.transient = c * t * i + c * t * h;
+  m.backward_transient = c * t * i + 2 * c * t * h;
+  if (ctx.quantized) {
+    std::uint64_t largest = 0;
+    for (const auto& tensor : spec.tensors) {
+      if (tensor.layer == layer_index && tensor.module == module_kind::linear && !tensor.is_bias)
+        largest = std::max(largest, tensor.numel());
+    }
+    m.backward_transient += largest * c + largest / 64 * 4;  // 16-bit weight, fp32 absmax
+  }
+  return m;
+}
+
 block_memory block(const step_context& ctx, int layer_index) {
+  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
   const auto& spec = ctx.spec;
   const std::uint64_t t = ctx.tokens;
   const std::uint64_t th = ctx.h_tokens;  // tokens of hidden-width tensors
@@ -811,6 +863,54 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
   }
   return std::nullopt;
 }
+
+// The unsloth profile models unsloth's fast path: LoRA (on a 16-bit or 4-bit base) with
+// adapters on every block linear, its default (unsloth/models/llama.py get_peft_model patches
+// the q/k/v, o and MLP forwards with LoRA_QKV, LoRA_W and LoRA_MLP only then, and only for
+// bias-free Llama-style blocks), in 16-bit autocast, on one GPU or under DDP.
+std::optional<error> check_unsloth(const model_spec& spec, const training_config& config) {
+  if (config.framework != framework_profile::unsloth) return std::nullopt;
+  if (config.finetune != finetune_kind::lora || config.dora) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] the unsloth profile models LoRA and QLoRA (its fast LoRA "
+                 "kernels); use finetune lora"};
+  }
+  bool llama_style =
+      spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block && spec.causal;
+  for (const auto& layer : spec.layers) llama_style = llama_style && !layer.moe;
+  for (const auto& t : spec.tensors) llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
+  if (!llama_style) {
+    return error{"request.invalid_value", "model",
+                 "[model] the unsloth profile models bias-free Llama-style decoders (RMSNorm, "
+                 "gated MLP, no mixture of experts), where unsloth runs its fast LoRA kernels"};
+  }
+  for (const auto& t : spec.tensors) {
+    if (t.layer < 0 || t.module != module_kind::linear || lora_target(config, t)) continue;
+    return error{"request.invalid_value", "workload.lora.targets",
+                 "[workload.lora.targets] unsloth's fast LoRA kernels need adapters on every "
+                 "block linear (q/k/v, o, gate/up/down: its default, or all-linear); " +
+                     module_of(t.name) + " has none"};
+  }
+  if (config.compute == compute_precision::fp32) {
+    return error{"request.invalid_value", "workload.compute",
+                 "[workload.compute] unsloth's kernels run in 16 bits: use amp_bf16 or amp_fp16"};
+  }
+  if (config.attention == attention_kernel::eager || config.selective_recompute) {
+    return error{"request.invalid_value",
+                 config.selective_recompute ? "workload.grad_ckpt" : "workload.attention",
+                 "[workload] unsloth runs fused attention (flash-attention, xformers or SDPA) "
+                 "and checkpoints whole blocks: attention sdpa, grad_ckpt true or false"};
+  }
+  if ((config.sharding != data_parallel::none && config.sharding != data_parallel::ddp) ||
+      config.tp_degree > 1 || config.pp_degree > 1 || config.cp_degree > 1 ||
+      config.offload.any()) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] the unsloth profile runs on one GPU or under DDP, without "
+                 "tensor, pipeline or context parallelism or offload (its checkpoints go to host "
+                 "memory with grad_ckpt true)"};
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 model_spec litgpt_model(const model_spec& spec) {
@@ -849,6 +949,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   if (auto e = check_tensor_parallel(spec, tp)) return *e;
   const std::uint64_t cp = std::max<std::uint64_t>(config.cp_degree, 1);
   if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
+  if (auto e = check_unsloth(spec, config)) return *e;
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
   if (pp > spec.layers.size() || config.pp_stage >= pp) {
     return error{"parallel.invalid_degree", "parallel.pp",
@@ -1206,6 +1307,24 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   std::vector<int> previous_graph;  // the inputs held by the last iteration's graph
   int previous_logits = -1;         // the last iteration's logits, until the next forward
   const bool litgpt = config.framework == framework_profile::litgpt;
+  const bool unsloth = config.framework == framework_profile::unsloth;
+  // unsloth dequantises a 4-bit base for its forward matmuls into one buffer per GPU, grown to
+  // the largest linear (unsloth/kernels/utils.py WEIGHT_BUFFERS, ABSMAX_BUFFERS).
+  if (unsloth && ctx.quantized) {
+    std::uint64_t largest = 0;
+    for (const auto& t : spec.tensors) {
+      if (t.layer >= 0 && t.module == module_kind::linear && !t.is_bias)
+        largest = std::max(largest, t.numel());
+    }
+    tl.allocate(largest * ctx.c + largest / 64 * 4, cat::weights);
+  }
+  // unsloth's gradient checkpointing copies each block's input to pinned host memory, all but
+  // the last block's and those of at most 2^20 elements (unsloth_zoo/gradient_checkpointing.py
+  // UnslothCheckpointFunction, MINIMUM_SIZE), and copies them back for the recomputation into
+  // two GPU buffers it keeps (GPU_BUFFERS, GPU_BUFFERS_B).
+  const bool inputs_to_host =
+      unsloth && config.grad_ckpt && ctx.h_tokens * spec.hidden_size > (1ULL << 20);
+  std::vector<int> host_copy_buffers;
   for (int pass = 0; pass < steps * micro_steps; ++pass) {
     const int step = pass / micro_steps + 1;
     const bool first_micro = pass % micro_steps == 0;
@@ -1249,7 +1368,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         if (config.grad_ckpt) {
           // Non-reentrant checkpointing keeps only the block input; autocast still caches the
           // weight copies until it exits.
-          if (b.graph) keep.push_back(tl.allocate(ctx.r * th * h, cat::activations));
+          if (b.graph && !(inputs_to_host && l + 1 < stage.last))
+            keep.push_back(tl.allocate(ctx.r * th * h, cat::activations));
           for (auto bytes : b.weight_copies)
             copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
           std::vector<int> live;
@@ -1299,7 +1419,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     if (last_stage) {
       tl.phase("loss");
       if (deepspeed3) head.push_back(tl.allocate(output_root, cat::gathered_params));
-      head.push_back(tl.allocate(4 * th * h, cat::activations));
+      // The final norm keeps its input in fp32 (transformers), or its 16-bit input and an fp32
+      // inverse RMS a row (unsloth's Fast_RMS_Layernorm).
+      head.push_back(tl.allocate(unsloth ? ctx.r * th * h + 4 * th : 4 * th * h, cat::activations));
       if (ctx.autocast_copies) {
         head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
         head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
@@ -1309,7 +1431,27 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       }
       // LLaMA-Adapter v2's LM head keeps linear(x) + adapter_bias for its scale's gradient.
       if (adapter_v2) head.push_back(tl.allocate(ctx.c * tv, cat::logits_and_loss));
-      if (litgpt) {
+      if (unsloth) {
+        // unsloth's fused loss (UnslothFusedLoss) projects the final norm's output a chunk of
+        // tokens at a time, upcasts the chunk's logits to fp32 and takes its cross-entropy back
+        // at once (torch.func.grad_and_value): bf16 logits, fp32 copy, log-softmax's output and
+        // its gradient, 14 bytes a logit. It keeps only the hidden states' gradient.
+        const std::uint64_t hidden = ctx.c * t_tokens * e;
+        const int normed = tl.allocate(hidden, cat::activations);
+        kept_logits = tl.allocate(hidden, cat::logits_and_loss);
+        const double cap = 4.0 * static_cast<double>(1ULL << 30);
+        double target = cap;
+        if (gpu.memory_bytes > 0) {
+          const std::uint64_t used = default_cuda_context_bytes(gpu.architecture) + tl.reserved();
+          const double free =
+              gpu.memory_bytes > used ? static_cast<double>(gpu.memory_bytes - used) : 0.0;
+          target = std::max(std::min(cap, free / 2), 1.0);
+        }
+        const std::uint64_t chunks =
+            unsloth_loss_chunks(t_tokens, output.cols, target, static_cast<double>(hidden));
+        tl.free(tl.allocate(14 * ceil_div(t_tokens, chunks) * output.cols, cat::logits_and_loss));
+        tl.free(normed);
+      } else if (litgpt) {
         // litgpt projects in 128-token chunks (GPT.forward lm_head_chunk_size=128); once
         // model() returns them all, Fabric casts each to fp32 (_FabricModule.forward
         // convert_output), and the loop's `logits` holds them until the next model() returns.
@@ -1463,7 +1605,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
     // A stage before the last receives the gradient of its output from the next stage.
     const int received = last_stage ? -1 : tl.allocate(ctx.r * th * h, cat::activations);
-    if (last_stage) {
+    if (last_stage && unsloth) {
+      // The loss's gradient was made in its forward: the hidden states' gradient flows on.
+      grads_for(-1);
+      tl.free(kept_logits);
+      for (int id : head) tl.free(id);
+    } else if (last_stage) {
       // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
       // makes another while that one and its saved output are alive; then the gradient is cast
       // back to the logits' dtype (aten nll_loss_backward, _log_softmax_backward_data). Chunked,
@@ -1497,6 +1644,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
     for (std::size_t l = stage.last; l-- > stage.first;) {
       const auto& b = blocks[l];
+      // unsloth copies a block input back into the first free of its two buffers.
+      if (inputs_to_host && l + 1 < stage.last && host_copy_buffers.size() < 2) {
+        host_copy_buffers.push_back(tl.allocate(ctx.r * th * h, cat::activations));
+      }
       if (offloaded[l]) {  // brought back before the block's backward
         for (auto bytes : saved_bytes(b)) saved[l].push_back(tl.allocate(bytes, cat::activations));
       }

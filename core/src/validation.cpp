@@ -308,6 +308,7 @@ std::string training_config_for(const json& p, training_config& config,
   }
   if (framework == "litgpt") config.framework = framework_profile::litgpt;
   if (framework == "torchtune") config.framework = framework_profile::torchtune;
+  if (framework == "unsloth") config.framework = framework_profile::unsloth;
   // Buckets of DeepSpeed ZeRO-2/3 and Colossal-AI's LowLevelZero: DeepSpeed's defaults
   // (training_config) unless the launcher sets its own — Lightning's DeepSpeedStrategy
   // reduce_bucket_size 2e8 (lightning/pytorch/strategies/deepspeed.py); the HF Trainer's

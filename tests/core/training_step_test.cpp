@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "gpumem/config_parser.hpp"
 #include "gpumem/memory_timeline.hpp"
 #include "test_files.hpp"
@@ -1048,6 +1050,80 @@ TEST_CASE("BERT's dense layers: attention output, MLP input and MLP output by th
   CHECK(trainable({"up_proj"}) == 24 * r * (1024 + 4096));    // intermediate.dense
   CHECK(trainable({"down_proj"}) == 24 * r * (4096 + 1024));  // output.dense
   CHECK(trainable({"q_proj"}) == 24 * r * (1024 + 1024));     // query alone
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+// unsloth on Llama-3.2-1B (16 blocks; hidden 2048, q 2048, k/v 512, MLP 8192), LoRA on every
+// block linear, 2 x 2,048 tokens.
+training_config unsloth_run() {
+  training_config config;
+  config.finetune = finetune_kind::lora;
+  config.lora_targets = {"all-linear"};
+  config.framework = framework_profile::unsloth;
+  config.micro_batch = 2;
+  config.seq_len = 2048;
+  return config;
+}
+
+TEST_CASE("unsloth's fast LoRA blocks keep norms' inputs, q/k/v, output, gate and up") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  auto e = estimate_training_step(spec.value(), unsloth_run(), gpu_spec{});
+  REQUIRE(e.ok());
+  // Per block and token: two RMSNorm inputs (2 x 2048 x 2 bytes + 4), two norm outputs
+  // (2 x 2048 x 2), Q/K/V (3072 x 2), the attention output (2048 x 2), log-sum-exp (32 heads x
+  // 4), gate and up (2 x 8192 x 2).
+  const double per_token =
+      2 * (2048.0 * 2 + 4) + 2 * 2048.0 * 2 + 3072.0 * 2 + 2048.0 * 2 + 32.0 * 4 + 2 * 8192.0 * 2;
+  CHECK(static_cast<double>(e.value().saved_activation_bytes) ==
+        doctest::Approx(16 * 4096 * per_token).epsilon(1e-9));
+}
+
+TEST_CASE("unsloth: checkpoints in host memory, the loss in chunks of at most 4 GiB") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = unsloth_run();
+  config.grad_ckpt = true;
+  auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(e.ok());
+  CHECK(e.value().peak.phase == "loss");
+  // 4,096 tokens x 128,256 logits at 16 bytes need 2 chunks of 4 GiB less the hidden states'
+  // gradient (16 MiB), so 4 (multiples of 4): 1,024 tokens a chunk at 14 bytes a logit (bf16,
+  // fp32 copy, log-softmax, gradient; its fresh segment, rounded up to 2 MiB, keeps the 0.6 MiB
+  // left over), beside the gradient kept for backward.
+  const double hidden = 4096.0 * 2048 * 2;
+  const double chunk = std::ceil(14.0 * 1024 * 128256 / (2 * mib)) * (2 * mib);
+  CHECK(at_peak(e.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(chunk + hidden).epsilon(1e-9));
+  // On the GPU in the second step: the last block's input (the others went to host memory), the
+  // residual stream, the final norm's input and inverse RMS, its output being projected, and the
+  // two buffers the first backward copied the inputs back into.
+  CHECK(at_peak(e.value(), memory_category::activations) ==
+        doctest::Approx(6 * hidden + 4.0 * 4096).epsilon(1e-9));
+}
+
+TEST_CASE("the unsloth profile refuses what its fast path does not run") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config partial = unsloth_run();
+  partial.lora_targets = {"q_proj", "v_proj"};
+  auto e = estimate_training_step(spec.value(), partial, gpu_spec{});
+  REQUIRE(!e.ok());
+  CHECK(e.failure().field == "workload.lora.targets");
+  training_config full = unsloth_run();
+  full.finetune = finetune_kind::full;
+  CHECK(estimate_training_step(spec.value(), full, gpu_spec{}).failure().field ==
+        "workload.finetune");
+  training_config sharded = unsloth_run();
+  sharded.sharding = data_parallel::zero3;
+  sharded.dp_degree = 2;
+  CHECK(estimate_training_step(spec.value(), sharded, gpu_spec{}).failure().field ==
+        "parallel.method");
 }
 
 }  // namespace

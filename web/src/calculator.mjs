@@ -18,7 +18,7 @@ const LABELS = {
   precision: { amp_bf16: 'AMP bf16', amp_fp16: 'AMP fp16', pure_bf16: 'bf16 (pure)', pure_fp16: 'fp16 (pure)', fp32: 'fp32' },
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD + momentum' },
   attn: { sdpa: 'SDPA / flash', eager: 'Eager' },
-  fw: { transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', vllm: 'vLLM', llama_cpp: 'llama.cpp' },
+  fw: { transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)', vllm: 'vLLM', llama_cpp: 'llama.cpp' },
   kv: { auto: 'Framework default', dynamic: 'Grown (dynamic)', static: 'Preallocated (static)', paged: 'Paged (vLLM)' },
   kvdtype: { auto: 'Compute dtype' },
   oopt: { none: 'GPU', cpu: 'Host RAM', nvme: 'NVMe' },

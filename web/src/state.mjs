@@ -29,7 +29,7 @@ export const FIELDS = {
   seq: { default: '1024' },
   ckpt: { default: '1', choices: ['0', '1'] },
   attn: { default: 'sdpa', choices: ['sdpa', 'eager'] },
-  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'vllm', 'llama_cpp'] },
+  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'vllm', 'llama_cpp'] },
   weights: {
     default: 'bf16',
     choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit',
@@ -113,7 +113,7 @@ function trainingWorkload(state, plan) {
   w.compute = state.precision;
   w.optimizer = state.opt;
   w.attention = state.attn;
-  w.framework = ['transformers', 'litgpt', 'torchtune'].includes(state.fw) ? state.fw : 'transformers';
+  w.framework = ['transformers', 'litgpt', 'torchtune', 'unsloth'].includes(state.fw) ? state.fw : 'transformers';
   if (state.ckpt === '1') w.grad_ckpt = true;
   if (!plan) w.micro_batch = number(state.mb);
   return w;

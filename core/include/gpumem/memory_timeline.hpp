@@ -51,6 +51,7 @@ class memory_timeline {
   const timeline_peak& peak() const { return peak_; }
   std::uint64_t peak_reserved() const { return allocator_.peak_reserved(); }
   std::uint64_t allocated() const { return allocator_.allocated(); }
+  std::uint64_t reserved() const { return allocator_.reserved(); }
 
  private:
   caching_allocator allocator_;

@@ -75,7 +75,7 @@ const char* context_parallel_kind_name(context_parallel_kind kind);
 
 // Whose training code runs the step, where it differs in what it keeps (docs/methodology.md):
 // transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
-enum class framework_profile { transformers, litgpt, torchtune };
+enum class framework_profile { transformers, litgpt, torchtune, unsloth };
 
 // Where a kind of training state lives: on the GPU, in host RAM, or on NVMe (staged through
 // pinned host buffers).
