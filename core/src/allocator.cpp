@@ -42,9 +42,12 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
   int chosen = 0;
   if (fit == free.end()) {  // a new segment (cudaMalloc)
     const std::uint64_t segment = allocator_segment_size(size);
+    if (limit_ > 0 && reserved_ + segment > limit_) release_free_segments();
     reserved_ += segment;
     peak_reserved_ = std::max(peak_reserved_, reserved_);
-    blocks_.push_back(block{segments_++, 0, segment, small_pool, false});
+    const int id = static_cast<int>(segment_sizes_.size());
+    segment_sizes_.push_back(segment);
+    blocks_.push_back(block{id, 0, segment, small_pool, false});
     chosen = static_cast<int>(blocks_.size() - 1);
   } else {
     chosen = fit->second;
@@ -64,6 +67,22 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
   allocated_ += taken.size;
   peak_allocated_ = std::max(peak_allocated_, allocated_);
   return chosen;
+}
+
+void caching_allocator::release_free_segments() {
+  // A wholly free segment is one free block at its start as large as the segment.
+  std::vector<int> whole;
+  for (const auto& [where, index] : free_at_) {
+    const block& b = blocks_[static_cast<std::size_t>(index)];
+    if (where.second == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)])
+      whole.push_back(index);
+  }
+  for (int index : whole) {
+    erase_free(index);
+    block& b = blocks_[static_cast<std::size_t>(index)];
+    reserved_ -= b.size;
+    b.size = 0;  // gone with its segment (cudaFree)
+  }
 }
 
 int caching_allocator::allocate(std::uint64_t bytes) {

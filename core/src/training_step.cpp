@@ -1070,6 +1070,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 
   training_estimate out;
   memory_timeline tl;
+  // What the allocator's segments may take of the device (CUDA context and libraries aside).
+  const std::uint64_t outside =
+      default_cuda_context_bytes(gpu.architecture) + cuda_libraries_bytes();
+  if (gpu.memory_bytes > outside) tl.limit(gpu.memory_bytes - outside);
   tl.phase("load");
   // cuBLAS and cuBLASLt (1 MiB) workspaces of the forward thread.
   tl.allocate(cublas_workspace_bytes(gpu.architecture), cat::cuda_workspace);

@@ -40,6 +40,26 @@ TEST_CASE("medium blocks share 20 MiB segments; the unsplittable remainder stays
   CHECK(a.reserved() == 40 * mib);
 }
 
+TEST_CASE("a full device gives back wholly free segments before a new one (cudaMalloc retry)") {
+  caching_allocator a;
+  a.set_limit(100 * mib);
+  const int first = a.allocate(40 * mib);
+  const int second = a.allocate(30 * mib);
+  a.allocate(12 * mib);
+  a.free(first);   // its segment is wholly free
+  a.free(second);  // so is this one
+  CHECK(a.reserved() == 82 * mib);
+  // 50 MiB fits no free block; a new segment would make 132 MiB: both free segments go first.
+  a.allocate(50 * mib);
+  CHECK(a.reserved() == 62 * mib);
+  CHECK(a.peak_reserved() == 82 * mib);
+  // Without a limit the cache keeps them.
+  caching_allocator unbounded;
+  unbounded.free(unbounded.allocate(40 * mib));
+  unbounded.allocate(50 * mib);
+  CHECK(unbounded.reserved() == 90 * mib);
+}
+
 TEST_CASE("freed blocks are reused best-fit and merge with free neighbours") {
   caching_allocator a;
   const int x = a.allocate(30 * mib);

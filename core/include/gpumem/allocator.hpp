@@ -37,10 +37,13 @@ std::uint64_t allocator_round(std::uint64_t bytes);
 std::uint64_t allocator_segment_size(std::uint64_t bytes);
 
 // Replays a sequence of allocations and frees against the caching allocator and tracks the
-// allocated and reserved bytes and their peaks. Segments are never released (no empty_cache),
-// as in a training loop.
+// allocated and reserved bytes and their peaks. Segments are not released (no empty_cache, as in
+// a training loop) until a new one would not fit the device: then, as when cudaMalloc fails, every
+// wholly free segment is given back before it is tried again (release_cached_blocks).
 class caching_allocator {
  public:
+  // The device memory the segments may take (0: unbounded).
+  void set_limit(std::uint64_t bytes) { limit_ = bytes; }
   // Returns a handle for free().
   int allocate(std::uint64_t bytes);
   void free(int handle);
@@ -59,6 +62,7 @@ class caching_allocator {
     bool free;
   };
   int take(std::uint64_t size, bool small_pool);
+  void release_free_segments();
 
   using free_set = std::set<std::pair<std::uint64_t, int>>;  // (size, block index)
   free_set& pool(bool small_pool) { return small_pool ? free_small_ : free_large_; }
@@ -73,7 +77,8 @@ class caching_allocator {
   std::uint64_t reserved_ = 0;
   std::uint64_t peak_allocated_ = 0;
   std::uint64_t peak_reserved_ = 0;
-  int segments_ = 0;
+  std::vector<std::uint64_t> segment_sizes_;  // by segment
+  std::uint64_t limit_ = 0;
 };
 
 }  // namespace gpumem

@@ -47,6 +47,8 @@ class memory_timeline {
   int allocate(std::uint64_t bytes, memory_category category);
   void free(int handle);
   void phase(std::string name) { phase_ = std::move(name); }
+  // The device memory PyTorch's segments may take before cached ones are given back.
+  void limit(std::uint64_t bytes) { allocator_.set_limit(bytes); }
 
   const timeline_peak& peak() const { return peak_; }
   std::uint64_t peak_reserved() const { return allocator_.peak_reserved(); }
