@@ -33,11 +33,18 @@ std::string lower(std::string text) {
   return text;
 }
 
+// A string member, or `fallback` when it is missing, null or not a string.
+const char* text_or(const json& object, const char* key, const char* fallback) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get_ref<const std::string&>().c_str()
+                                               : fallback;
+}
+
 // The GPU preset a point's free-text GPU name describes, or "" when it names none. Only speed
 // figures matter here, so an A100 whose memory is not stated reads as the 80 GB part (same
 // FLOP/s and NVLink).
 std::string gpu_preset_for(const json& gpu) {
-  const std::string name = lower(gpu.value("name", ""));
+  const std::string name = lower(text_or(gpu, "name", ""));
   const double memory = gpu.contains("memory_gib") && gpu.at("memory_gib").is_number()
                             ? gpu.at("memory_gib").get<double>()
                             : 0.0;
@@ -64,7 +71,7 @@ std::string gpu_preset_for(const json& gpu) {
 
 // The timing model's method for the point's parallel layout; "" with a note when unmodelled.
 std::string method_for(const json& parallel, std::string& note) {
-  const std::string method = parallel.value("method", "");
+  const std::string method = text_or(parallel, "method", "");
   auto degree = [&](const char* key) {
     return parallel.contains(key) && parallel.at(key).is_number()
                ? parallel.at(key).get<std::uint64_t>()
@@ -123,11 +130,11 @@ step_time_report validate_step_time(const json& points) {
   for (const auto& p : points) {
     if (!p.is_object() || !p.contains("throughput") || !p.at("throughput").is_object()) continue;
     scored_point out;
-    out.id = p.value("id", "");
+    out.id = text_or(p, "id", "");
     const json& parallel = object_at(p, "parallel");
     const json& workload = object_at(p, "workload");
     const json& throughput = p.at("throughput");
-    out.method = parallel.value("method", "");
+    out.method = text_or(parallel, "method", "");
     auto skip = [&](const std::string& why) {
       out.note = why;
       report.points.push_back(out);
@@ -139,7 +146,7 @@ step_time_report validate_step_time(const json& points) {
       continue;
     }
     if (workload.value("finetune", json()).is_string() &&
-        workload.value("finetune", "") != "full") {
+        std::string(text_or(workload, "finetune", "")) != "full") {
       skip("only full fine-tuning is timed");
       continue;
     }
@@ -149,12 +156,12 @@ step_time_report validate_step_time(const json& points) {
       skip("micro_batch or seq_len not stated");
       continue;
     }
-    const std::string gpu_id = gpu_preset_for(p.value("gpu", json::object()));
+    const std::string gpu_id = gpu_preset_for(object_at(p, "gpu"));
     if (gpu_id.empty()) {
       skip("the GPU is not stated precisely enough for its FLOP/s");
       continue;
     }
-    const json config = p.contains("model") ? p.at("model").value("config", json()) : json();
+    const json config = object_at(p, "model").value("config", json());
     auto spec = parse_model_config(config, {}, "model.config");
     if (!spec.ok()) {
       skip("model config: " + spec.failure().message);
@@ -179,7 +186,7 @@ step_time_report validate_step_time(const json& points) {
         workload.value("grad_ckpt", json()).is_boolean() && workload.at("grad_ckpt").get<bool>();
     const json& attention = workload.value("attention", json());
     options.causal_kernel = attention.is_string() && attention.get<std::string>() != "eager";
-    const std::string compute = workload.value("compute", "");
+    const std::string compute = text_or(workload, "compute", "");
     options.bf16 = compute.find("bf16") != std::string::npos;
     if (method == "single") config_parallel = {parallel_method::single, 1, false};
     if (method == "cdp") config_parallel = {parallel_method::cdp, 1, false};
@@ -219,12 +226,6 @@ step_time_report validate_step_time(const json& points) {
 }
 
 namespace {
-
-const char* text_or(const json& object, const char* key, const char* fallback) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get_ref<const std::string&>().c_str()
-                                               : fallback;
-}
 
 // Whether `value` is an integer in [low, high].
 bool whole_in(const json& value, std::uint64_t low, std::uint64_t high) {
@@ -281,7 +282,7 @@ std::string training_config_for(const json& p, training_config& config,
   const json& sp = parallel.value("sequence_parallel", json());
   config.sequence_parallel = sp.is_boolean() && sp.get<bool>();
   // FSDP NO_SHARD is DDP-like.
-  std::string method = parallel.value("method", "");
+  std::string method = text_or(parallel, "method", "");
   if (method == "fsdp_no_shard") method = "ddp";
   // The format names offloaded ZeRO-3 and FSDP runs apart; their placement is in `offload`.
   if (method == "zero3_cpu_offload") method = "zero3";
@@ -513,7 +514,7 @@ memory_report validate_memory(const json& points) {
   for (const auto& p : points) {
     if (!p.is_object()) continue;
     memory_point out;
-    out.id = p.value("id", "");
+    out.id = text_or(p, "id", "");
     out.kind = text_or(p, "kind", "");
     out.metric = text_or(p, "metric", "unknown");
     out.trust = text_or(p, "trust", "");
@@ -538,7 +539,7 @@ memory_report validate_memory(const json& points) {
       skip(reason);
       continue;
     }
-    json model_config = p.contains("model") ? p.at("model").value("config", json()) : json();
+    json model_config = object_at(p, "model").value("config", json());
     // The format names the KV heads num_key_value_heads for every model; Falcon's config.json
     // calls them num_kv_heads (transformers FalconConfig).
     if (model_config.is_object() && model_config.value("model_type", json()) == "falcon" &&
@@ -559,10 +560,15 @@ memory_report validate_memory(const json& points) {
       continue;
     }
     gpu_spec gpu;
-    const std::string gpu_id = gpu_preset_for(p.value("gpu", json::object()));
+    const std::string gpu_id = gpu_preset_for(object_at(p, "gpu"));
     auto cluster =
         read_cluster({{"cluster", {{"gpu", gpu_id.empty() ? "a100-sxm4-80gb" : gpu_id}}}});
     if (cluster.ok()) gpu = cluster.value().gpu;
+    // A GPU not named precisely keeps the A100's runtime figures with the memory the point
+    // states: what the run had to fit in.
+    const json& stated_memory = object_at(p, "gpu").value("memory_gib", json());
+    if (gpu_id.empty() && stated_memory.is_number() && stated_memory.get<double>() > 0)
+      gpu.memory_bytes = static_cast<std::uint64_t>(stated_memory.get<double>() * (1ULL << 30));
     const std::uint64_t context_bytes = default_cuda_context_bytes(gpu.architecture);
     // The format's nvml_used is the API's device_used; unknown reads as allocated. A bound says
     // whether the run fitted the memory it had, which the estimator decides as the API's `fits`

@@ -109,6 +109,62 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
         "parallel.dp must be an integer in 1..65536");
 }
 
+TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
+  // Every field of a training, an inference and a throughput point, in turn null, a string, a
+  // negative number, an array and an object (the wasm module aborts on a C++ exception).
+  nlohmann::json train = small_point({{"phase", "train"},
+                                      {"finetune", "lora"},
+                                      {"lora", {{"r", 8}, {"targets", {"q_proj", "v_proj"}}}},
+                                      {"weights", "nf4"},
+                                      {"compute", "amp_bf16"},
+                                      {"optimizer", "adamw"},
+                                      {"micro_batch", 2},
+                                      {"seq_len", 64},
+                                      {"grad_ckpt", true},
+                                      {"attention", "sdpa"},
+                                      {"framework", "transformers"}},
+                                     {{"method", "ddp"}, {"gpus", 2}, {"dp", 2}});
+  train["throughput"] = {{"tokens_per_s_per_gpu", 100.0}, {"step_time_s", 1.0}};
+  train["measured_host_gib"] = 1.0;
+  nlohmann::json infer = small_point({{"phase", "inference"},
+                                      {"weights", "bf16"},
+                                      {"compute", "pure_bf16"},
+                                      {"micro_batch", 1},
+                                      {"seq_len", 16},
+                                      {"new_tokens", 4},
+                                      {"kv_cache_tokens", 32},
+                                      {"framework", "transformers"}},
+                                     {{"method", "single"}, {"gpus", 1}});
+  const nlohmann::json odd[] = {nullptr, "x", -3, nlohmann::json::array(), {{"k", 1}}};
+  for (const nlohmann::json& base : {train, infer}) {
+    std::vector<std::vector<std::string>> paths;
+    for (const auto& [key, value] : base.items()) {
+      paths.push_back({key});
+      if (value.is_object()) {
+        for (const auto& [inner, unused] : value.items()) paths.push_back({key, inner});
+      }
+    }
+    for (const auto& path : paths) {
+      for (const auto& replacement : odd) {
+        nlohmann::json p = base;
+        if (path.size() == 1) {
+          p[path[0]] = replacement;
+        } else {
+          p[path[0]][path[1]] = replacement;
+        }
+        const std::string where = path.size() == 1 ? path[0] : path[0] + "." + path[1];
+        CAPTURE(where);
+        CAPTURE(replacement.dump());
+        const nlohmann::json points = nlohmann::json::array({p});
+        CHECK_NOTHROW(validate_memory(points));
+        CHECK_NOTHROW(validate_step_time(points));
+      }
+    }
+  }
+  CHECK_NOTHROW(validate_memory(nlohmann::json::array({nullptr, 3, "p"})));
+  CHECK_NOTHROW(validate_step_time(nlohmann::json::array({nullptr, 3, "p"})));
+}
+
 TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage") {
   // A wide vocabulary makes the last stage (LM head and loss) the busiest; a narrow one with
   // long sequences the first (two micro-batches in flight under 1F1B).
