@@ -366,8 +366,8 @@ std::string detailed_estimate(const json& request, training_context& c) {
   ordered_json per_gpu = ordered_json::array();
   for (const auto& rank : ranks) per_gpu.push_back(rank_json(rank));
   result["per_gpu"] = std::move(per_gpu);
-  if (layout.offload.any()) {
-    host_footprint host = offload_footprint(c.model.spec, workload.value(), e);
+  host_footprint host = offload_footprint(c.model.spec, workload.value(), e);
+  if (layout.offload.any() || host.host_bytes > 0) {
     checkpoint_load_bytes(c.model.spec, workload.value(), ranks_per_node(c.cluster), host);
     if (layout.gemini_auto) keep_chunks_off_host(host, gemini_kept);
     ordered_json part = offload_json(host, c.cluster);

@@ -45,6 +45,12 @@ std::uint64_t host_state_bytes(optimizer_kind optimizer) {
 host_footprint offload_footprint(const model_spec& spec, const training_config& config,
                                  const training_estimate& estimate) {
   host_footprint f;
+  if (const std::uint64_t checkpoints = unsloth_host_checkpoint_bytes(spec, config)) {
+    f.host.push_back({"activation_checkpoints", checkpoints});
+    f.host_bytes += checkpoints;
+    f.pinned_bytes += checkpoints;
+    f.pcie_bytes += 2.0 * static_cast<double>(checkpoints);  // out in forward, back in backward
+  }
   const offload_placement& off = config.offload;
   if (!off.any()) return f;
   const std::uint64_t n = std::max<std::uint64_t>(config.dp_degree, 1);

@@ -758,6 +758,15 @@ stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std
 
 std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
 
+std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const training_config& config) {
+  // Inputs of at most 2^20 elements stay on the GPU (MINIMUM_SIZE); unsloth runs 16-bit.
+  const std::uint64_t elements = config.micro_batch * config.seq_len * spec.hidden_size;
+  if (config.framework != framework_profile::unsloth || !config.grad_ckpt ||
+      elements <= (1ULL << 20))
+    return 0;
+  return spec.layers.size() * elements * compute_bytes(config.compute);
+}
+
 std::uint64_t device_used_bytes(const training_estimate& estimate,
                                 std::uint64_t cuda_context_bytes) {
   return estimate.peak_reserved + estimate.unmanaged_bytes + cuda_context_bytes +
@@ -1326,8 +1335,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // the last block's and those of at most 2^20 elements (unsloth_zoo/gradient_checkpointing.py
   // UnslothCheckpointFunction, MINIMUM_SIZE), and copies them back for the recomputation into
   // two GPU buffers it keeps (GPU_BUFFERS, GPU_BUFFERS_B).
-  const bool inputs_to_host =
-      unsloth && config.grad_ckpt && ctx.h_tokens * spec.hidden_size > (1ULL << 20);
+  const bool inputs_to_host = unsloth_host_checkpoint_bytes(spec, config) > 0;
   std::vector<int> host_copy_buffers;
   for (int pass = 0; pass < steps * micro_steps; ++pass) {
     const int step = pass / micro_steps + 1;

@@ -9,6 +9,7 @@
 
 #include "gpumem/config_parser.hpp"
 #include "gpumem/memory_timeline.hpp"
+#include "gpumem/offload.hpp"
 #include "test_files.hpp"
 
 namespace gpumem {
@@ -1105,6 +1106,8 @@ TEST_CASE("unsloth: checkpoints in host memory, the loss in chunks of at most 4 
   // two buffers the first backward copied the inputs back into.
   CHECK(at_peak(e.value(), memory_category::activations) ==
         doctest::Approx(6 * hidden + 4.0 * 4096).epsilon(1e-9));
+  // In pinned host memory: one buffer per block (every block's input on the first step).
+  CHECK(offload_footprint(spec.value(), config, e.value()).pinned_bytes == 16 * 4096 * 2048 * 2);
 }
 
 TEST_CASE("the unsloth profile refuses what its fast path does not run") {

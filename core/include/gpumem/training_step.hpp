@@ -251,6 +251,11 @@ std::uint64_t cublas_workspace_bytes(const std::string& architecture);
 // validation/measured_h100.json point h100-cuda-context).
 std::uint64_t cuda_libraries_bytes();
 
+// Bytes of block inputs unsloth's gradient checkpointing copies to pinned host memory, one
+// buffer per block (unsloth_zoo/gradient_checkpointing.py CPU_BUFFERS; every block's on the
+// first step, before it knows which is last); 0 when it keeps them on the GPU.
+std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const training_config& config);
+
 // What nvidia-smi shows for the process at the step's peak: the allocator's reserved pool,
 // paged optimizer states, the CUDA context and the cuBLAS kernels.
 std::uint64_t device_used_bytes(const training_estimate& estimate,
