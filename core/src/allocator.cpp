@@ -1,12 +1,15 @@
 #include "gpumem/allocator.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace gpumem {
 
 namespace {
 
 std::uint64_t round_up(std::uint64_t value, std::uint64_t step) {
+  // Sizes near 2^64 (no request comes close) saturate instead of wrapping to 0.
+  if (value > UINT64_MAX - step) return UINT64_MAX / step * step;
   return (value + step - 1) / step * step;
 }
 

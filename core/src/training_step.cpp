@@ -1476,8 +1476,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         for (int id : previous_graph) tl.free(id);
         previous_graph.clear();
         // chunked_cross_entropy takes each chunk's loss apart and keeps its fp32 log-softmax.
-        chunk_elements = config.micro_batch *
-                         std::min<std::uint64_t>(ctx.seq, litgpt_chunk_tokens) * output.cols;
+        // (A pooled classifier head's output is smaller than one chunk.)
+        chunk_elements =
+            std::min(tv, config.micro_batch *
+                             std::min<std::uint64_t>(ctx.seq, litgpt_chunk_tokens) * output.cols);
         log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
       } else if (config.framework == framework_profile::torchtune) {
         // torchtune: 8 output chunks in the compute dtype, each upcast to fp32 for

@@ -40,6 +40,31 @@ const char* text_or(const json& object, const char* key, const char* fallback) {
                                                : fallback;
 }
 
+// Whether `value` is an integer in [low, high].
+bool whole_in(const json& value, std::uint64_t low, std::uint64_t high) {
+  if (value.is_number_unsigned()) {
+    const auto v = value.get<std::uint64_t>();
+    return v >= low && v <= high;
+  }
+  if (value.is_number_integer()) {
+    const auto v = value.get<std::int64_t>();
+    return v >= 0 && static_cast<std::uint64_t>(v) >= low && static_cast<std::uint64_t>(v) <= high;
+  }
+  return false;
+}
+
+// A flag member, or `fallback` when it is missing or not a boolean.
+bool flag_or(const json& object, const char* key, bool fallback) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
+// A degree or GPU count (an integer in 1..65536), or 1 when it is missing or not one.
+std::uint64_t count_or_one(const json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && whole_in(*it, 1, 65536) ? it->get<std::uint64_t>() : 1;
+}
+
 // The GPU preset a point's free-text GPU name describes, or "" when it names none. Only speed
 // figures matter here, so an A100 whose memory is not stated reads as the 80 GB part (same
 // FLOP/s and NVLink).
@@ -72,12 +97,8 @@ std::string gpu_preset_for(const json& gpu) {
 // The timing model's method for the point's parallel layout; "" with a note when unmodelled.
 std::string method_for(const json& parallel, std::string& note) {
   const std::string method = text_or(parallel, "method", "");
-  auto degree = [&](const char* key) {
-    return parallel.contains(key) && parallel.at(key).is_number()
-               ? parallel.at(key).get<std::uint64_t>()
-               : 1;
-  };
-  if (parallel.value("cpu_offload", false)) {
+  auto degree = [&](const char* key) { return count_or_one(parallel, key); };
+  if (flag_or(parallel, "cpu_offload", false)) {
     note = "offloaded runs are timed by the offload model (not yet built)";
     return "";
   }
@@ -152,8 +173,9 @@ step_time_report validate_step_time(const json& points) {
     }
     const json& micro = workload.value("micro_batch", json());
     const json& seq = workload.value("seq_len", json());
-    if (!micro.is_number_integer() || !seq.is_number_integer()) {
-      skip("micro_batch or seq_len not stated");
+    if (!whole_in(micro, 1, 1ULL << 20) || !whole_in(seq, 1, max_positions)) {
+      skip("micro_batch or seq_len not stated as 1..1048576 and 1.." +
+           std::to_string(max_positions));
       continue;
     }
     const std::string gpu_id = gpu_preset_for(object_at(p, "gpu"));
@@ -169,7 +191,7 @@ step_time_report validate_step_time(const json& points) {
     }
     auto counts = count_params(spec.value());
     auto cluster =
-        read_cluster({{"cluster", {{"gpu", gpu_id}, {"gpus", parallel.value("gpus", 1)}}}});
+        read_cluster({{"cluster", {{"gpu", gpu_id}, {"gpus", count_or_one(parallel, "gpus")}}}});
     if (!counts.ok() || !cluster.ok()) {
       skip(!counts.ok() ? counts.failure().message : cluster.failure().message);
       continue;
@@ -177,9 +199,7 @@ step_time_report validate_step_time(const json& points) {
     // Eight GPUs per node, as in the DGX/HGX servers these runs used.
     cluster.value().gpus_per_node = std::min<std::uint64_t>(cluster.value().gpus, 8);
     parallel_config config_parallel;
-    const std::uint64_t tp = parallel.contains("tp") && parallel.at("tp").is_number()
-                                 ? parallel.at("tp").get<std::uint64_t>()
-                                 : 1;
+    const std::uint64_t tp = count_or_one(parallel, "tp");
     step_time_options options;
     options.all_reduce_every_linear = false;  // Megatron-style TP in these frameworks
     options.recompute =
@@ -227,19 +247,6 @@ step_time_report validate_step_time(const json& points) {
 
 namespace {
 
-// Whether `value` is an integer in [low, high].
-bool whole_in(const json& value, std::uint64_t low, std::uint64_t high) {
-  if (value.is_number_unsigned()) {
-    const auto v = value.get<std::uint64_t>();
-    return v >= low && v <= high;
-  }
-  if (value.is_number_integer()) {
-    const auto v = value.get<std::int64_t>();
-    return v >= 0 && static_cast<std::uint64_t>(v) >= low && static_cast<std::uint64_t>(v) <= high;
-  }
-  return false;
-}
-
 // The detailed estimator's request for a validation point, or a reason it cannot be read yet.
 // `defaults_note` says which documented defaults stood in for unstated details.
 std::string training_config_for(const json& p, training_config& config,
@@ -259,7 +266,7 @@ std::string training_config_for(const json& p, training_config& config,
     config.offload.params = target("params");
     config.offload.gradients = target("gradients");
     config.offload.activations = target("activations");
-  } else if (parallel.value("cpu_offload", false)) {
+  } else if (flag_or(parallel, "cpu_offload", false)) {
     return "offloaded, with no placement stated";
   }
   for (const char* key : {"gpus", "dp", "tp", "pp", "cp"}) {
@@ -267,11 +274,7 @@ std::string training_config_for(const json& p, training_config& config,
     if (!value.is_null() && !whole_in(value, 1, 65536))
       return std::string("parallel.") + key + " must be an integer in 1..65536";
   }
-  auto degree = [&](const char* key) {
-    return parallel.contains(key) && parallel.at(key).is_number()
-               ? parallel.at(key).get<std::uint64_t>()
-               : 1;
-  };
+  auto degree = [&](const char* key) { return count_or_one(parallel, key); };
   // Pipeline stages under 1F1B: with the micro-batches per step unstated, as many as stages
   // (stage s holds pp - s of them in flight).
   config.pp_degree = degree("pp");
@@ -339,8 +342,8 @@ std::string training_config_for(const json& p, training_config& config,
   config.dora = finetune == "dora";
   if (config.finetune == finetune_kind::lora) {
     const json& lora = w.value("lora", json());
-    if (!lora.is_object() || !lora.value("r", json()).is_number_integer())
-      return "LoRA rank not stated";
+    if (!lora.is_object() || !whole_in(lora.value("r", json()), 1, 65536))
+      return "LoRA rank not stated as 1..65536";
     config.lora_rank = lora.at("r").get<std::uint64_t>();
     for (const auto& t : lora.value("targets", json::array())) {
       if (t.is_string()) config.lora_targets.push_back(t.get<std::string>());
@@ -448,7 +451,7 @@ std::string training_config_for(const json& p, training_config& config,
 std::string inference_config_for(const json& p, inference_config& config) {
   const json& w = object_at(p, "workload");
   const json& parallel = object_at(p, "parallel");
-  if (parallel.value("cpu_offload", false) || !parallel.value("offload", json()).is_null())
+  if (flag_or(parallel, "cpu_offload", false) || !parallel.value("offload", json()).is_null())
     return "offloaded runs are not modelled yet";
   // HF Trainer, accelerate, PEFT's example scripts and optimum run transformers' own generate
   // (optimum read as its PyTorch backend — optimum-benchmark's pytorch, the GPTQ integration —
@@ -472,15 +475,15 @@ std::string inference_config_for(const json& p, inference_config& config) {
   config.activation_bf16 = compute.find("bf16") != std::string::npos;
   config.weights.dense_bytes = config.activation_bytes;
   config.kv_bytes = config.activation_bytes;
-  for (const char* key : {"micro_batch", "seq_len"}) {
-    if (!w.value(key, json()).is_number_integer()) return std::string(key) + " not stated";
-  }
+  if (!whole_in(w.value("micro_batch", json()), 1, 1ULL << 20) ||
+      !whole_in(w.value("seq_len", json()), 1, max_positions))
+    return "micro_batch or seq_len not stated as 1..1048576 and 1.." + std::to_string(max_positions);
   config.batch = w.at("micro_batch").get<std::uint64_t>();
   config.prompt_tokens = w.at("seq_len").get<std::uint64_t>();
-  config.new_tokens = w.value("new_tokens", json()).is_number_integer()
+  config.new_tokens = whole_in(w.value("new_tokens", json()), 1, max_positions)
                           ? w.at("new_tokens").get<std::uint64_t>()
                           : 1;
-  if (w.value("kv_cache_tokens", json()).is_number_integer()) {
+  if (whole_in(w.value("kv_cache_tokens", json()), 1, max_positions)) {
     config.kv_cache_tokens = w.at("kv_cache_tokens").get<std::uint64_t>();
     if (config.kv != kv_cache_kind::paged) config.kv = kv_cache_kind::static_cache;
   }
@@ -488,9 +491,7 @@ std::string inference_config_for(const json& p, inference_config& config) {
                          ? attention_kernel::eager
                          : attention_kernel::sdpa;
   const std::string method = text_or(parallel, "method", "single");
-  const std::uint64_t gpus = parallel.value("gpus", json()).is_number_integer()
-                                 ? parallel.at("gpus").get<std::uint64_t>()
-                                 : 1;
+  const std::uint64_t gpus = count_or_one(parallel, "gpus");
   if (method == "tensor_parallel") {
     config.tp_degree = gpus;
   } else if (method == "pipeline_layers") {
@@ -567,7 +568,8 @@ memory_report validate_memory(const json& points) {
     // A GPU not named precisely keeps the A100's runtime figures with the memory the point
     // states: what the run had to fit in.
     const json& stated_memory = object_at(p, "gpu").value("memory_gib", json());
-    if (gpu_id.empty() && stated_memory.is_number() && stated_memory.get<double>() > 0)
+    if (gpu_id.empty() && stated_memory.is_number() && stated_memory.get<double>() > 0 &&
+        stated_memory.get<double>() < 1e6)
       gpu.memory_bytes = static_cast<std::uint64_t>(stated_memory.get<double>() * (1ULL << 30));
     const std::uint64_t context_bytes = default_cuda_context_bytes(gpu.architecture);
     // The format's nvml_used is the API's device_used; unknown reads as allocated. A bound says

@@ -749,6 +749,25 @@ TEST_CASE("litgpt's fp32 logits: held until the next forward returns, their loss
         doctest::Approx(4 * tv + 2 * tv + 4 * tv).epsilon(1e-6));
 }
 
+TEST_CASE("litgpt's loss chunks never exceed a pooled classifier's output") {
+  model_options classifier;
+  classifier.task_head = "sequence_classification";
+  classifier.num_labels = 3;
+  const auto spec = parse_model_config(test::read_presets().at("bert-large-uncased").at("config"),
+                                       classifier, "c");
+  REQUIRE(spec.ok());
+  training_config config;
+  config.framework = framework_profile::litgpt;
+  config.compute = compute_precision::pure_bf16;
+  config.micro_batch = 2;
+  config.seq_len = 512;
+  auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(e.ok());
+  // 2 sequences x 3 labels: a few fp32 logits, their log-softmax and gradients, in 512-byte
+  // blocks.
+  CHECK(at_peak(e.value(), memory_category::logits_and_loss) <= 8 * 512);
+}
+
 TEST_CASE("gradient accumulation under FSDP keeps every unit's unsharded gradient (no_sync)") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());

@@ -110,8 +110,9 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
 }
 
 TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
-  // Every field of a training, an inference and a throughput point, in turn null, a string, a
-  // negative number, an array and an object (the wasm module aborts on a C++ exception).
+  // Every field of a LoRA, a timed full fine-tuning and an inference point, in turn null, a
+  // string, a negative number, a fraction, an array and an object (the wasm module aborts on a
+  // C++ exception).
   nlohmann::json train = small_point({{"phase", "train"},
                                       {"finetune", "lora"},
                                       {"lora", {{"r", 8}, {"targets", {"q_proj", "v_proj"}}}},
@@ -123,9 +124,22 @@ TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
                                       {"grad_ckpt", true},
                                       {"attention", "sdpa"},
                                       {"framework", "transformers"}},
-                                     {{"method", "ddp"}, {"gpus", 2}, {"dp", 2}});
-  train["throughput"] = {{"tokens_per_s_per_gpu", 100.0}, {"step_time_s", 1.0}};
+                                     {{"method", "ddp"},
+                                      {"gpus", 2},
+                                      {"cpu_offload", false},
+                                      {"offload", nullptr},
+                                      {"dp", 2},
+                                      {"tp", 1},
+                                      {"pp", 1},
+                                      {"cp", 1},
+                                      {"sequence_parallel", nullptr}});
   train["measured_host_gib"] = 1.0;
+  // A fully fine-tuned point with a speed: the step-time model reads it too.
+  nlohmann::json timed = train;
+  timed["workload"]["finetune"] = "full";
+  timed["workload"]["weights"] = "bf16";
+  timed["workload"].erase("lora");
+  timed["throughput"] = {{"tokens_per_s_per_gpu", 100.0}, {"step_time_s", 1.0}};
   nlohmann::json infer = small_point({{"phase", "inference"},
                                       {"weights", "bf16"},
                                       {"compute", "pure_bf16"},
@@ -135,8 +149,8 @@ TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
                                       {"kv_cache_tokens", 32},
                                       {"framework", "transformers"}},
                                      {{"method", "single"}, {"gpus", 1}});
-  const nlohmann::json odd[] = {nullptr, "x", -3, nlohmann::json::array(), {{"k", 1}}};
-  for (const nlohmann::json& base : {train, infer}) {
+  const nlohmann::json odd[] = {nullptr, "x", -3, 2.5, nlohmann::json::array(), {{"k", 1}}};
+  for (const nlohmann::json& base : {train, timed, infer}) {
     std::vector<std::vector<std::string>> paths;
     for (const auto& [key, value] : base.items()) {
       paths.push_back({key});
