@@ -24,6 +24,19 @@ std::string label(const plan_candidate& c) {
   return name;
 }
 
+// GPUs that share each of a candidate's sequences: its tensor-parallel group (TP over all the
+// GPUs, DP+TP's groups) and its context-parallel group; its micro-batch is per such group.
+std::uint64_t gpus_per_sequence(const plan_candidate& c) {
+  const bool tensor =
+      c.parallel.method == parallel_method::tp || c.parallel.method == parallel_method::dp_tp;
+  return (tensor ? std::max<std::uint64_t>(c.parallel.tp, 1) : 1) *
+         std::max<std::uint64_t>(c.parallel.cp, 1);
+}
+
+double sequences_per_gpu(const plan_candidate& c) {
+  return static_cast<double>(c.max_micro_batch) / static_cast<double>(gpus_per_sequence(c));
+}
+
 std::string rate_text(double tokens_per_s) {
   char text[32];
   std::snprintf(text, sizeof text, "%.0f", tokens_per_s);
@@ -85,12 +98,13 @@ offload_advice advise_offload(const plan_candidate& base, const llmem_fixed& fix
 // none fits.
 bool choose_fastest(plan_result& plan) {
   // Speeds within 1 % count as a tie (the step-time model is not finer than that), broken by
-  // the larger micro-batch, then by the order of the candidates (simpler methods first).
+  // the more sequences per GPU, then by the order of the candidates (simpler methods first).
   const auto better = [](const plan_candidate& a, const plan_candidate& b) {
     if (a.speed.tokens_per_s > b.speed.tokens_per_s * 1.01) return true;
     if (b.speed.tokens_per_s > a.speed.tokens_per_s * 1.01) return false;
-    return a.max_micro_batch > b.max_micro_batch;
+    return sequences_per_gpu(a) > sequences_per_gpu(b);
   };
+  plan.choice = -1;
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
     const auto& c = plan.candidates[i];
     if (!c.fits) continue;
@@ -114,13 +128,15 @@ bool choose_fastest(plan_result& plan) {
   if (runner_up.empty()) {
     why = ", and the only one that fits.";
   } else if (tied) {
-    why = "; no method that fits is faster, and this one fits the largest micro-batch.";
+    why = "; no method that fits is faster, and this one fits the most sequences per GPU.";
   } else {
     why = " against " + rate_text(second) + " for " + runner_up + ".";
   }
+  const std::uint64_t group = gpus_per_sequence(best);
   plan.reason = label(best) + " is the fastest method that fits: micro-batch " +
-                std::to_string(best.max_micro_batch) + " per GPU at an estimated " +
-                rate_text(best.speed.tokens_per_s) + " tokens/s" + why;
+                std::to_string(best.max_micro_batch) +
+                (group > 1 ? " per group of " + std::to_string(group) + " GPUs" : " per GPU") +
+                " at an estimated " + rate_text(best.speed.tokens_per_s) + " tokens/s" + why;
   return true;
 }
 
@@ -389,11 +405,13 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     plan.candidates.push_back(evaluate(zero3_tp, offload_placement{}, tp));
     if (failure) return *failure;
   }
-  // Sequences that fit one at a time at best: FSDP with context parallelism over 2, 4, ... GPUs
-  // within a node (torchtitan's long-context recipe: FSDP2 and ring attention), before anything
-  // is offloaded; lengths the ring cannot split evenly are left out.
-  const bool fitted = choose_fastest(plan);
-  if (!fitted || plan.candidates[static_cast<std::size_t>(plan.choice)].max_micro_batch == 1) {
+  // Sequences that no candidate fits more than one of per GPU: FSDP with context parallelism
+  // over 2, 4, ... GPUs within a node (torchtitan's long-context recipe, accelerate's FSDP2 with
+  // cp_size: ring attention), before anything is offloaded; lengths the ring cannot split evenly
+  // are left out, and so are litgpt, torchtune and unsloth, which have no context parallelism.
+  bool sequence_bound = workload.framework == framework_profile::transformers;
+  for (const auto& c : plan.candidates) sequence_bound &= !(c.fits && sequences_per_gpu(c) > 1);
+  if (sequence_bound) {
     static const method fsdp_cp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                                 parallel_method::adp};
     for (std::uint64_t cp = 2; cp <= cluster.gpus && cp <= per_node; cp *= 2) {

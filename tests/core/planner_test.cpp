@@ -297,6 +297,13 @@ TEST_CASE("detailed plans split sequences that fit one at a time at best over co
   }
   CHECK(context == "fsdp_full_shard cp 2; fsdp_full_shard cp 4 fits; ");
   CHECK(plan.at("choice").at("cp") == 4);
+  CHECK(plan.at("choice").at("reason").get<std::string>().find(
+            "micro-batch 1 per group of 4 GPUs") != std::string::npos);
+  // At 16,384 tokens one sequence fits per GPU without it: context parallelism then ties at
+  // best (the same sequences per GPU at the same speed) and the plain method stays the choice.
+  request["workload"]["seq_len"] = 16384;
+  const json tie = test::call(request);
+  CHECK(tie.at("result").at("choice").at("cp") == 1);
   // Shorter sequences that fit several at a time leave context parallelism out.
   request["workload"]["seq_len"] = 1024;
   const json short_plan = test::call(request);
