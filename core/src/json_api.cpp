@@ -272,6 +272,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   workload.value().reduce_bucket_elements = layout.reduce_bucket_elements;
   workload.value().prefetch_bucket_elements = layout.prefetch_bucket_elements;
   workload.value().persistence_threshold = layout.persistence_threshold;
+  workload.value().cuda_context_bytes = c.cluster.cuda_context_bytes;
   const std::uint64_t usable = c.cluster.gpu.memory_bytes - c.cluster.headroom_bytes;
   // One replay for data- and tensor-parallel ranks (they are alike), one per pipeline stage.
   std::vector<rank_estimate> ranks;
@@ -368,7 +369,9 @@ std::string detailed_estimate(const json& request, training_context& c) {
   result["per_gpu"] = std::move(per_gpu);
   host_footprint host = offload_footprint(c.model.spec, workload.value(), e);
   if (layout.offload.any() || host.host_bytes > 0) {
-    checkpoint_load_bytes(c.model.spec, workload.value(), ranks_per_node(c.cluster), host);
+    // The checkpoint's load through host memory is reported with offloading, as plans do.
+    if (layout.offload.any())
+      checkpoint_load_bytes(c.model.spec, workload.value(), ranks_per_node(c.cluster), host);
     if (layout.gemini_auto) keep_chunks_off_host(host, gemini_kept);
     ordered_json part = offload_json(host, c.cluster);
     all_fit = all_fit && part["fits_host_ram"].get<bool>() && part["fits_nvme"].get<bool>();

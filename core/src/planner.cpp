@@ -271,6 +271,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     config.sharding = m.sharding;
     config.cp_degree = cp;
     config.cp_kind = context_parallel_kind::ring;
+    config.cuda_context_bytes = cluster.cuda_context_bytes;
     const bool pipeline = m.pipeline;
     if (pipeline) {
       // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,

@@ -888,10 +888,13 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
       spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block && spec.causal;
   for (const auto& layer : spec.layers) llama_style = llama_style && !layer.moe;
   for (const auto& t : spec.tensors) llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
+  // Gemma 2's soft-capped attention and extra norms run other kernels.
+  llama_style = llama_style && spec.attention_softcap <= 0;
   if (!llama_style) {
     return error{"request.invalid_value", "model",
                  "[model] the unsloth profile models bias-free Llama-style decoders (RMSNorm, "
-                 "gated MLP, no mixture of experts), where unsloth runs its fast LoRA kernels"};
+                 "gated MLP, no mixture of experts or soft-capped attention), where unsloth runs "
+                 "its fast LoRA kernels"};
   }
   for (const auto& t : spec.tensors) {
     if (t.layer < 0 || t.module != module_kind::linear || lora_target(config, t)) continue;
@@ -1080,8 +1083,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   training_estimate out;
   memory_timeline tl;
   // What the allocator's segments may take of the device (CUDA context and libraries aside).
-  const std::uint64_t outside =
-      default_cuda_context_bytes(gpu.architecture) + cuda_libraries_bytes();
+  const std::uint64_t context = config.cuda_context_bytes
+                                    ? config.cuda_context_bytes
+                                    : default_cuda_context_bytes(gpu.architecture);
+  const std::uint64_t outside = context + cuda_libraries_bytes();
   if (gpu.memory_bytes > outside) tl.limit(gpu.memory_bytes - outside);
   tl.phase("load");
   // cuBLAS and cuBLASLt (1 MiB) workspaces of the forward thread.
@@ -1334,9 +1339,10 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // unsloth's gradient checkpointing copies each block's input to pinned host memory, all but
   // the last block's and those of at most 2^20 elements (unsloth_zoo/gradient_checkpointing.py
   // UnslothCheckpointFunction, MINIMUM_SIZE), and copies them back for the recomputation into
-  // two GPU buffers it keeps (GPU_BUFFERS, GPU_BUFFERS_B).
+  // two GPU buffers it sizes in the first forward and keeps (GPU_BUFFERS, GPU_BUFFERS_B).
   const bool inputs_to_host = unsloth_host_checkpoint_bytes(spec, config) > 0;
   std::vector<int> host_copy_buffers;
+  std::uint64_t unsloth_chunks = 0;  // its loss's chunk count, sized once (functools.cache)
   for (int pass = 0; pass < steps * micro_steps; ++pass) {
     const int step = pass / micro_steps + 1;
     const bool first_micro = pass % micro_steps == 0;
@@ -1364,6 +1370,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // their saved tensors wait for their own backward.
     std::vector<int> waiting;
     int residual = -1;
+    while (inputs_to_host && host_copy_buffers.size() < 2)
+      host_copy_buffers.push_back(tl.allocate(ctx.r * th * h, cat::activations));
     for (std::uint64_t mb = 0; mb < in_flight; ++mb) {
       const bool stepped_back = mb + 1 == in_flight;
       // The embedding output, or the activation received from the previous stage.
@@ -1451,17 +1459,20 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         const std::uint64_t hidden = ctx.c * t_tokens * e;
         const int normed = tl.allocate(hidden, cat::activations);
         kept_logits = tl.allocate(hidden, cat::logits_and_loss);
-        const double cap = 4.0 * static_cast<double>(1ULL << 30);
-        double target = cap;
-        if (gpu.memory_bytes > 0) {
-          const std::uint64_t used = default_cuda_context_bytes(gpu.architecture) + tl.reserved();
-          const double free =
-              gpu.memory_bytes > used ? static_cast<double>(gpu.memory_bytes - used) : 0.0;
-          target = std::max(std::min(cap, free / 2), 1.0);
+        if (unsloth_chunks == 0) {
+          const double cap = 4.0 * static_cast<double>(1ULL << 30);
+          double target = cap;
+          if (gpu.memory_bytes > 0) {
+            const std::uint64_t used = outside + tl.reserved();
+            const double free =
+                gpu.memory_bytes > used ? static_cast<double>(gpu.memory_bytes - used) : 0.0;
+            target = std::max(std::min(cap, free / 2), 1.0);
+          }
+          unsloth_chunks =
+              unsloth_loss_chunks(t_tokens, output.cols, target, static_cast<double>(hidden));
         }
-        const std::uint64_t chunks =
-            unsloth_loss_chunks(t_tokens, output.cols, target, static_cast<double>(hidden));
-        tl.free(tl.allocate(14 * ceil_div(t_tokens, chunks) * output.cols, cat::logits_and_loss));
+        tl.free(tl.allocate(14 * ceil_div(t_tokens, unsloth_chunks) * output.cols,
+                            cat::logits_and_loss));
         tl.free(normed);
       } else if (litgpt) {
         // litgpt projects in 128-token chunks (GPT.forward lm_head_chunk_size=128); once
@@ -1658,10 +1669,6 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     }
     for (std::size_t l = stage.last; l-- > stage.first;) {
       const auto& b = blocks[l];
-      // unsloth copies a block input back into the first free of its two buffers.
-      if (inputs_to_host && l + 1 < stage.last && host_copy_buffers.size() < 2) {
-        host_copy_buffers.push_back(tl.allocate(ctx.r * th * h, cat::activations));
-      }
       if (offloaded[l]) {  // brought back before the block's backward
         for (auto bytes : saved_bytes(b)) saved[l].push_back(tl.allocate(bytes, cat::activations));
       }

@@ -1120,9 +1120,9 @@ TEST_CASE("unsloth: checkpoints in host memory, the loss in chunks of at most 4 
   const double chunk = std::ceil(14.0 * 1024 * 128256 / (2 * mib)) * (2 * mib);
   CHECK(at_peak(e.value(), memory_category::logits_and_loss) ==
         doctest::Approx(chunk + hidden).epsilon(1e-9));
-  // On the GPU in the second step: the last block's input (the others went to host memory), the
-  // residual stream, the final norm's input and inverse RMS, its output being projected, and the
-  // two buffers the first backward copied the inputs back into.
+  // On the GPU: the last block's input (the others went to host memory), the residual stream,
+  // the final norm's input and inverse RMS, its output being projected, and the two buffers the
+  // inputs are copied back into, sized in the first forward.
   CHECK(at_peak(e.value(), memory_category::activations) ==
         doctest::Approx(6 * hidden + 4.0 * 4096).epsilon(1e-9));
   // In pinned host memory: one buffer per block (every block's input on the first step).
