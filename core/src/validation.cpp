@@ -477,7 +477,8 @@ std::string inference_config_for(const json& p, inference_config& config) {
   config.kv_bytes = config.activation_bytes;
   if (!whole_in(w.value("micro_batch", json()), 1, 1ULL << 20) ||
       !whole_in(w.value("seq_len", json()), 1, max_positions))
-    return "micro_batch or seq_len not stated as 1..1048576 and 1.." + std::to_string(max_positions);
+    return "micro_batch or seq_len not stated as 1..1048576 and 1.." +
+           std::to_string(max_positions);
   config.batch = w.at("micro_batch").get<std::uint64_t>();
   config.prompt_tokens = w.at("seq_len").get<std::uint64_t>();
   config.new_tokens = whole_in(w.value("new_tokens", json()), 1, max_positions)
