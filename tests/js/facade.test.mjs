@@ -162,6 +162,9 @@ test('inference and offload requests with extreme or wrong values answer, never 
       workload: { micro_batch: 1048576, seq_len: 131072 } },
     { ...base, parallel: { method: 'zero3', offload: [] }, workload: { micro_batch: 1 } },
     { ...base, parallel: { method: 'single', offload: { optimizer: 'cpu' } }, workload: { micro_batch: 1 } },
+    { ...base, workload: { micro_batch: 1048576, seq_len: 131072, finetune: 'lora', lora: { targets: ['all-linear'] },
+      weights: 'nf4', framework: 'unsloth', grad_ckpt: true } },
+    { ...base, workload: { micro_batch: 1, finetune: 'lora', framework: 'unsloth' } },
   ];
   for (const request of requests) {
     const text = JSON.stringify({ api_version: 1, ...request });
@@ -178,5 +181,21 @@ test('inference and offload requests with extreme or wrong values answer, never 
       assert.ok(Number.isFinite(value) && value >= 0, text);
     }
   }
+  assert.equal(gpumem.params('gpt2').total_params, 124439808);
+});
+
+test('validating malformed points through the facade skips them, never aborts', () => {
+  const point = {
+    id: 'p', kind: 'peak', metric: 'allocated', measured_gib: 10,
+    model: { config: { model_type: 'llama', hidden_size: 256, intermediate_size: 512, num_hidden_layers: 2, num_attention_heads: 4, vocab_size: 1000 } },
+    workload: { phase: 'train', finetune: 'full', weights: 'bf16', compute: 'pure_bf16', optimizer: 'adamw', micro_batch: 1, seq_len: 64 },
+    parallel: { method: 'single', gpus: 1 },
+    gpu: { name: null, memory_gib: 80 },
+    throughput: { tokens_per_s_per_gpu: 100 },
+  };
+  const malformed = [point, { ...point, gpu: 'x' }, { ...point, model: null },
+    { ...point, parallel: { method: 'ddp', gpus: 'x', cpu_offload: 'x' } }, null, 3];
+  const r = gpumem.request(JSON.stringify({ api_version: 1, command: 'validate', points: malformed })).result;
+  assert.ok(Array.isArray(r.points));
   assert.equal(gpumem.params('gpt2').total_params, 124439808);
 });
