@@ -1631,9 +1631,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     // A stage before the last receives the gradient of its output from the next stage.
     const int received = last_stage ? -1 : tl.allocate(ctx.r * th * h, cat::activations);
     if (last_stage && unsloth) {
-      // The loss's gradient was made in its forward: the hidden states' gradient flows on.
-      grads_for(-1);
+      // The loss's gradient was made in its forward; its backward scales it out of place
+      // (grad_inputs * scale_factor, beside the saved one) and hands it on.
+      const int scaled = tl.allocate(ctx.c * t_tokens * e, cat::logits_and_loss);
       tl.free(kept_logits);
+      grads_for(-1);
+      tl.free(scaled);
       for (int id : head) tl.free(id);
     } else if (last_stage) {
       // nll_loss's backward writes a dense [tokens, vocab] fp32 gradient; log_softmax's backward
