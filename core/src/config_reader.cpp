@@ -10,7 +10,8 @@ using nlohmann::json;
 namespace {
 
 std::string shown(const json& value) {
-  std::string text = value.dump();
+  // ASCII (\u escapes), so that cutting it never splits a multi-byte UTF-8 character.
+  std::string text = value.dump(-1, ' ', true);
   return text.size() > 40 ? text.substr(0, 37) + "..." : text;
 }
 

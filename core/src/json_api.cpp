@@ -46,12 +46,18 @@ struct syntax_error_reader : nlohmann::json_sax<json> {
   }
 };
 
+// The response text; a message quoting malformed user text gets U+FFFD for any invalid UTF-8
+// rather than an exception (which would abort the wasm module).
+std::string serialized(const ordered_json& out) {
+  return out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
 std::string respond_error(const error& e) {
   ordered_json out;
   out["api_version"] = api_version;
   out["ok"] = false;
   out["error"] = {{"code", e.code}, {"field", e.field}, {"message", e.message}};
-  return out.dump();
+  return serialized(out);
 }
 
 std::string respond(const std::string& command, ordered_json result, const ordered_json& warnings) {
@@ -61,7 +67,7 @@ std::string respond(const std::string& command, ordered_json result, const order
   out["command"] = command;
   out["result"] = std::move(result);
   out["warnings"] = warnings.is_array() ? warnings : ordered_json::array();
-  return out.dump();
+  return serialized(out);
 }
 
 struct resolved_model {

@@ -406,13 +406,14 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     plan.candidates.push_back(evaluate(zero3_tp, offload_placement{}, tp));
     if (failure) return *failure;
   }
-  // Sequences that no candidate fits more than one of per GPU: FSDP with context parallelism
-  // over 2, 4, ... GPUs within a node (torchtitan's long-context recipe, accelerate's FSDP2 with
-  // cp_size: ring attention), before anything is offloaded; lengths the ring cannot split evenly
-  // are left out, and so are litgpt, torchtune and unsloth, which have no context parallelism.
-  bool sequence_bound = workload.framework == framework_profile::transformers;
-  for (const auto& c : plan.candidates) sequence_bound &= !(c.fits && sequences_per_gpu(c) > 1);
-  if (sequence_bound) {
+  // Sequences that the fastest candidate fits at most one of per GPU: FSDP with context
+  // parallelism over 2, 4, ... GPUs within a node (torchtitan's long-context recipe,
+  // accelerate's FSDP2 with cp_size: ring attention), before anything is offloaded; lengths the
+  // ring cannot split evenly are left out, and so are litgpt, torchtune and unsloth, which have
+  // no context parallelism.
+  const bool fitted = choose_fastest(plan);
+  if (workload.framework == framework_profile::transformers &&
+      (!fitted || sequences_per_gpu(plan.candidates[static_cast<std::size_t>(plan.choice)]) <= 1)) {
     static const method fsdp_cp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                                 parallel_method::adp};
     for (std::uint64_t cp = 2; cp <= cluster.gpus && cp <= per_node; cp *= 2) {

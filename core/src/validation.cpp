@@ -65,6 +65,16 @@ std::uint64_t count_or_one(const json& object, const char* key) {
   return it != object.end() && whole_in(*it, 1, 65536) ? it->get<std::uint64_t>() : 1;
 }
 
+// Why a stated GPU count or degree is unusable ("" when each is null or an integer in 1..65536).
+std::string malformed_degree(const json& parallel) {
+  for (const char* key : {"gpus", "dp", "tp", "pp", "cp"}) {
+    const json& value = parallel.value(key, json());
+    if (!value.is_null() && !whole_in(value, 1, 65536))
+      return std::string("parallel.") + key + " must be an integer in 1..65536";
+  }
+  return "";
+}
+
 // The GPU preset a point's free-text GPU name describes, or "" when it names none. Only speed
 // figures matter here, so an A100 whose memory is not stated reads as the 80 GB part (same
 // FLOP/s and NVLink).
@@ -160,6 +170,10 @@ step_time_report validate_step_time(const json& points) {
       out.note = why;
       report.points.push_back(out);
     };
+    if (auto why = malformed_degree(parallel); !why.empty()) {
+      skip(why);
+      continue;
+    }
     std::string note;
     const std::string method = method_for(parallel, note);
     if (method.empty()) {
@@ -269,11 +283,7 @@ std::string training_config_for(const json& p, training_config& config,
   } else if (flag_or(parallel, "cpu_offload", false)) {
     return "offloaded, with no placement stated";
   }
-  for (const char* key : {"gpus", "dp", "tp", "pp", "cp"}) {
-    const json& value = parallel.value(key, json());
-    if (!value.is_null() && !whole_in(value, 1, 65536))
-      return std::string("parallel.") + key + " must be an integer in 1..65536";
-  }
+  if (auto why = malformed_degree(parallel); !why.empty()) return why;
   auto degree = [&](const char* key) { return count_or_one(parallel, key); };
   // Pipeline stages under 1F1B: with the micro-batches per step unstated, as many as stages
   // (stage s holds pp - s of them in flight).
@@ -451,6 +461,7 @@ std::string training_config_for(const json& p, training_config& config,
 std::string inference_config_for(const json& p, inference_config& config) {
   const json& w = object_at(p, "workload");
   const json& parallel = object_at(p, "parallel");
+  if (auto why = malformed_degree(parallel); !why.empty()) return why;
   if (flag_or(parallel, "cpu_offload", false) || !parallel.value("offload", json()).is_null())
     return "offloaded runs are not modelled yet";
   // HF Trainer, accelerate, PEFT's example scripts and optimum run transformers' own generate

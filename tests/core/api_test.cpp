@@ -40,6 +40,24 @@ TEST_CASE("params for a preset: Llama-2-7b has 6,738,415,616 parameters") {
   CHECK(r.at("warnings").empty());
 }
 
+TEST_CASE("an error quoting a long multi-byte value is still valid JSON") {
+  // The message cuts the quoted value after 37 characters: never inside a UTF-8 character.
+  std::string value = "a";
+  for (int i = 0; i < 30; ++i) value += "\u00e9";
+  const json r = test::call({{"command", "params"},
+                             {"model",
+                              {{"config",
+                                {{"model_type", "llama"},
+                                 {"hidden_size", value},
+                                 {"intermediate_size", 64},
+                                 {"num_hidden_layers", 1},
+                                 {"num_attention_heads", 1},
+                                 {"vocab_size", 10}}}}}});
+  REQUIRE(r.is_object());
+  CHECK(r.at("ok") == false);
+  CHECK(r.at("error").at("field").get<std::string>().find("hidden_size") != std::string::npos);
+}
+
 TEST_CASE("params accepts {preset} and {config} forms alike") {
   const json reference = test::read_presets();
   json by_id = call(params_request({{"preset", "gpt2"}}));

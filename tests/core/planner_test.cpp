@@ -136,7 +136,7 @@ TEST_CASE("plan answers for 1-8 GPUs on every GPU preset, and chooses the fastes
       const json& choice = plan.at("choice");
       CHECK(choice.at("max_micro_batch").get<std::uint64_t>() > 0);
       for (const auto& c : plan.at("candidates")) {
-        // Speeds within 1 % tie (broken by the larger micro-batch).
+        // Speeds within 1 % tie (broken by the more sequences per GPU).
         if (c.at("fits") == true)
           CHECK(c.at("tokens_per_s").get<double>() <=
                 1.01 * choice.at("tokens_per_s").get<double>());

@@ -149,7 +149,15 @@ TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
                                       {"kv_cache_tokens", 32},
                                       {"framework", "transformers"}},
                                      {{"method", "single"}, {"gpus", 1}});
-  const nlohmann::json odd[] = {nullptr, "x", -3, 2.5, nlohmann::json::array(), {{"k", 1}}};
+  // (The multi-byte string is cut in error messages: never inside a character.)
+  const nlohmann::json odd[] = {nullptr,
+                                "x",
+                                -3,
+                                2.5,
+                                nlohmann::json::array(),
+                                {{"k", 1}},
+                                "a\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"
+                                "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"};
   for (const nlohmann::json& base : {train, timed, infer}) {
     std::vector<std::vector<std::string>> paths;
     for (const auto& [key, value] : base.items()) {
