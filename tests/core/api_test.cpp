@@ -58,6 +58,25 @@ TEST_CASE("an error quoting a long multi-byte value is still valid JSON") {
   CHECK(r.at("error").at("field").get<std::string>().find("hidden_size") != std::string::npos);
 }
 
+TEST_CASE("a static cache holds the prompt and all but the last new token") {
+  // transformers' generate allocates prompt + new tokens - 1 positions (1,151 for 1,024 + 128).
+  const auto with_cache = [](std::uint64_t tokens) {
+    return test::call({{"command", "estimate"},
+                       {"model", "meta-llama/Llama-3.2-1B"},
+                       {"cluster", {{"gpu", "h100-sxm"}}},
+                       {"workload",
+                        {{"phase", "inference"},
+                         {"micro_batch", 1},
+                         {"seq_len", 1024},
+                         {"new_tokens", 128},
+                         {"kv_cache", {{"kind", "static"}, {"tokens", tokens}}}}}});
+  };
+  CHECK(with_cache(1151).at("ok") == true);
+  const json refused = with_cache(1150);
+  CHECK(refused.at("ok") == false);
+  CHECK(refused.at("error").at("field") == "workload.kv_cache.tokens");
+}
+
 TEST_CASE("params accepts {preset} and {config} forms alike") {
   const json reference = test::read_presets();
   json by_id = call(params_request({{"preset", "gpt2"}}));
