@@ -293,6 +293,19 @@ std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, b
   return c;
 }
 
+// unsloth's dequantisation of its largest 4-bit block linear (of block `layer`, or of all blocks
+// when -1): the 16-bit weight and fp32 absmax per 64-element block (unsloth/kernels/utils.py
+// fast_dequantize, WEIGHT_BUFFERS and ABSMAX_BUFFERS).
+std::uint64_t unsloth_dequantised_bytes(const model_spec& spec, std::uint64_t c, int layer) {
+  std::uint64_t largest = 0;
+  for (const auto& t : spec.tensors) {
+    if (t.layer >= 0 && (layer < 0 || t.layer == layer) && t.module == module_kind::linear &&
+        !t.is_bias)
+      largest = std::max(largest, t.numel());
+  }
+  return largest * c + largest / 64 * 4;
+}
+
 // What one block keeps under unsloth's fast LoRA path (unsloth/kernels/fast_lora.py LoRA_QKV,
 // LoRA_W, LoRA_MLP; rms_layernorm.py Fast_RMS_Layernorm; flash-attention, which takes K/V per
 // KV head).
@@ -318,14 +331,7 @@ block_memory unsloth_block(const step_context& ctx, int layer_index) {
   // backward matmul (fast_dequantize without the global buffer).
   m.transient = c * t * i + c * t * h;
   m.backward_transient = c * t * i + 2 * c * t * h;
-  if (ctx.quantized) {
-    std::uint64_t largest = 0;
-    for (const auto& tensor : spec.tensors) {
-      if (tensor.layer == layer_index && tensor.module == module_kind::linear && !tensor.is_bias)
-        largest = std::max(largest, tensor.numel());
-    }
-    m.backward_transient += largest * c + largest / 64 * 4;  // 16-bit weight, fp32 absmax
-  }
+  if (ctx.quantized) m.backward_transient += unsloth_dequantised_bytes(spec, c, layer_index);
   return m;
 }
 
@@ -1328,14 +1334,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const bool unsloth = config.framework == framework_profile::unsloth;
   // unsloth dequantises a 4-bit base for its forward matmuls into one buffer per GPU, grown to
   // the largest linear (unsloth/kernels/utils.py WEIGHT_BUFFERS, ABSMAX_BUFFERS).
-  if (unsloth && ctx.quantized) {
-    std::uint64_t largest = 0;
-    for (const auto& t : spec.tensors) {
-      if (t.layer >= 0 && t.module == module_kind::linear && !t.is_bias)
-        largest = std::max(largest, t.numel());
-    }
-    tl.allocate(largest * ctx.c + largest / 64 * 4, cat::weights);
-  }
+  if (unsloth && ctx.quantized)
+    tl.allocate(unsloth_dequantised_bytes(spec, ctx.c, -1), cat::weights);
   // unsloth's gradient checkpointing copies each block's input to pinned host memory, all but
   // the last block's and those of at most 2^20 elements (unsloth_zoo/gradient_checkpointing.py
   // UnslothCheckpointFunction, MINIMUM_SIZE), and copies them back for the recomputation into

@@ -21,6 +21,15 @@ result<model_spec> llama_1b() {
   return parse_model_config(presets.at("meta-llama/Llama-3.2-1B").at("config"), {}, "c");
 }
 
+// bert-large-uncased with a 3-label sequence-classification head (a pooled, tiny output).
+result<model_spec> bert_classifier() {
+  model_options classifier;
+  classifier.task_head = "sequence_classification";
+  classifier.num_labels = 3;
+  return parse_model_config(test::read_presets().at("bert-large-uncased").at("config"), classifier,
+                            "c");
+}
+
 // Bytes of one component alive at the peak.
 double at_peak(const training_estimate& e, memory_category category) {
   return static_cast<double>(e.peak.by_category[static_cast<std::size_t>(category)]);
@@ -750,11 +759,7 @@ TEST_CASE("litgpt's fp32 logits: held until the next forward returns, their loss
 }
 
 TEST_CASE("litgpt's loss chunks never exceed a pooled classifier's output") {
-  model_options classifier;
-  classifier.task_head = "sequence_classification";
-  classifier.num_labels = 3;
-  const auto spec = parse_model_config(test::read_presets().at("bert-large-uncased").at("config"),
-                                       classifier, "c");
+  const auto spec = bert_classifier();
   REQUIRE(spec.ok());
   training_config config;
   config.framework = framework_profile::litgpt;
@@ -838,12 +843,8 @@ TEST_CASE("BERT: an encoder trains; a classification head has no vocabulary-wide
   const auto presets = test::read_presets();
   model_options masked;
   masked.task_head = "masked_lm";
-  model_options classifier;
-  classifier.task_head = "sequence_classification";
-  classifier.num_labels = 3;
-  const auto config = presets.at("bert-large-uncased").at("config");
-  const auto mlm = parse_model_config(config, masked, "c");
-  const auto cls = parse_model_config(config, classifier, "c");
+  const auto mlm = parse_model_config(presets.at("bert-large-uncased").at("config"), masked, "c");
+  const auto cls = bert_classifier();
   REQUIRE(mlm.ok());
   REQUIRE(cls.ok());
   training_config c;
