@@ -1089,9 +1089,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   training_estimate out;
   memory_timeline tl;
   // What the allocator's segments may take of the device (CUDA context and libraries aside).
-  const std::uint64_t context = config.cuda_context_bytes
-                                    ? config.cuda_context_bytes
-                                    : default_cuda_context_bytes(gpu.architecture);
+  const std::uint64_t context =
+      config.cuda_context_bytes.value_or(default_cuda_context_bytes(gpu.architecture));
   const std::uint64_t outside = context + cuda_libraries_bytes();
   if (gpu.memory_bytes > outside) tl.limit(gpu.memory_bytes - outside);
   tl.phase("load");

@@ -1149,5 +1149,33 @@ TEST_CASE("the unsloth profile refuses what its fast path does not run") {
         "parallel.method");
 }
 
+TEST_CASE("the allocator's limit leaves out the request's CUDA context, an explicit 0 too") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = lora_qv();
+  config.micro_batch = 1;
+  config.seq_len = 8192;
+  gpu_spec gpu;
+  gpu.architecture = "ampere";
+  const auto reserved = [&](std::uint64_t memory, std::optional<std::uint64_t> context) {
+    gpu.memory_bytes = memory;
+    training_config c = config;
+    c.cuda_context_bytes = context;
+    return estimate_training_step(spec.value(), c, gpu).value().peak_reserved;
+  };
+  // A card just larger than the allocated peak beside the default context and the libraries:
+  // the replay gives segments back on the way, which changes what stays reserved.
+  const std::uint64_t context = default_cuda_context_bytes("ampere");
+  gpu.memory_bytes = 0;
+  const auto unlimited = estimate_training_step(spec.value(), config, gpu);
+  REQUIRE(unlimited.ok());
+  const std::uint64_t tight =
+      unlimited.value().peak.allocated + cuda_libraries_bytes() + context + (64ULL << 20);
+  REQUIRE(reserved(tight, std::nullopt) != reserved(tight + context, std::nullopt));
+  CHECK(reserved(tight, context) == reserved(tight, std::nullopt));
+  // No context at all leaves the allocator the whole card.
+  CHECK(reserved(tight, 0) == reserved(tight + context, std::nullopt));
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -169,9 +169,9 @@ struct training_config {
   std::uint64_t prefetch_bucket_elements = 50000000;
   std::uint64_t persistence_threshold = 100000;
   offload_placement offload;
-  // The CUDA context's device memory, beside PyTorch's pool (0: the GPU architecture's default,
-  // default_cuda_context_bytes): what the allocator's segments cannot take.
-  std::uint64_t cuda_context_bytes = 0;
+  // The CUDA context's device memory, beside PyTorch's pool (unset: the GPU architecture's
+  // default, default_cuda_context_bytes): what the allocator's segments cannot take.
+  std::optional<std::uint64_t> cuda_context_bytes;
 };
 
 // The name of `config`'s fine-tuning kind (dora for DoRA).
