@@ -893,14 +893,22 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
   bool llama_style =
       spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block && spec.causal;
   for (const auto& layer : spec.layers) llama_style = llama_style && !layer.moe;
-  for (const auto& t : spec.tensors) llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
-  // Gemma 2's soft-capped attention and extra norms run other kernels.
+  // Two RMSNorms a block, before attention and before the MLP (unsloth's LlamaDecoderLayer_fast_
+  // forward); Gemma 2's extra post-norms and soft-capped attention run other kernels.
+  std::vector<int> norms(spec.layers.size(), 0);
+  for (const auto& t : spec.tensors) {
+    llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
+    if (t.layer >= 0 && t.module == module_kind::norm && t.shape.size() == 1 &&
+        t.shape[0] == spec.hidden_size)
+      ++norms[static_cast<std::size_t>(t.layer)];
+  }
+  for (int n : norms) llama_style = llama_style && n == 2;
   llama_style = llama_style && spec.attention_softcap <= 0;
   if (!llama_style) {
     return error{"request.invalid_value", "model",
-                 "[model] the unsloth profile models bias-free Llama-style decoders (RMSNorm, "
-                 "gated MLP, no mixture of experts or soft-capped attention), where unsloth runs "
-                 "its fast LoRA kernels"};
+                 "[model] the unsloth profile models bias-free Llama-style decoders (two RMSNorms "
+                 "a block, gated MLP, no mixture of experts or soft-capped attention), where "
+                 "unsloth runs its fast LoRA kernels"};
   }
   for (const auto& t : spec.tensors) {
     if (t.layer < 0 || t.module != module_kind::linear || lora_target(config, t)) continue;

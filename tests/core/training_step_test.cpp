@@ -1149,6 +1149,24 @@ TEST_CASE("the unsloth profile refuses what its fast path does not run") {
         "parallel.method");
 }
 
+TEST_CASE("the unsloth profile refuses Gemma 2's post-norm blocks, soft-capped or not") {
+  const auto presets = test::read_presets();
+  auto config = presets.at("google/gemma-2-9b").at("config");
+  config["attn_logit_softcapping"] = nullptr;
+  const auto gemma2 = parse_model_config(config, {}, "c");
+  const auto gemma = parse_model_config(presets.at("google/gemma-2b").at("config"), {}, "c");
+  REQUIRE(gemma2.ok());
+  REQUIRE(gemma.ok());
+  REQUIRE(gemma2.value().attention_softcap == 0.0);
+  training_config c = unsloth_run();
+  c.seq_len = 256;
+  auto refused = estimate_training_step(gemma2.value(), c, gpu_spec{});
+  REQUIRE(!refused.ok());
+  CHECK(refused.failure().field == "model");
+  // Gemma's blocks have Llama's two norms.
+  CHECK(estimate_training_step(gemma.value(), c, gpu_spec{}).ok());
+}
+
 TEST_CASE("the allocator's limit leaves out the request's CUDA context, an explicit 0 too") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());
