@@ -607,7 +607,14 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
     return out;
   }
 
-  const std::uint64_t cache_tokens = config.kv_cache_tokens ? config.kv_cache_tokens : total_tokens;
+  // A preallocated cache's default length: transformers' generate sizes a static cache to
+  // max_length - 1 (generation/utils.py: max_cache_length = generation_config.max_length - 1;
+  // the last generated token is never fed back), litgpt's to prompt + new (generate/base.py
+  // set_kv_cache(max_seq_length=max_returned_tokens)).
+  const std::uint64_t default_cache_tokens =
+      config.framework == serving_framework::transformers ? final_context : total_tokens;
+  const std::uint64_t cache_tokens =
+      config.kv_cache_tokens ? config.kv_cache_tokens : default_cache_tokens;
   // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
   const auto half_cache = [&](const layer_spec& layer, std::uint64_t tokens) {
     return config.batch * layer_cache_tokens(layer, config, tokens) *

@@ -199,6 +199,23 @@ TEST_CASE("a preallocated cache and 16-bit weights: the peak holds the weights a
   CHECK(e.value().peak.allocated > 6738415616ULL * 2 + 56ULL * 2 * 32 * 4096 * 2);
 }
 
+TEST_CASE("a static cache's default length: transformers max_length - 1, litgpt prompt + new") {
+  const auto spec = preset("meta-llama/Llama-2-7b-hf");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.kv = kv_cache_kind::static_cache;
+  c.prompt_tokens = 1024;
+  c.new_tokens = 128;
+  auto transformers = estimate_inference(spec.value(), c, gpu_with(40 * gib));
+  c.framework = serving_framework::litgpt;
+  auto litgpt = estimate_inference(spec.value(), c, gpu_with(40 * gib));
+  REQUIRE(transformers.ok());
+  REQUIRE(litgpt.ok());
+  // 2 x 32 layers x 4096 x 2 bytes a token.
+  CHECK(transformers.value().kv_cache_bytes == 1151ULL * 2 * 32 * 4096 * 2);
+  CHECK(litgpt.value().kv_cache_bytes == 1152ULL * 2 * 32 * 4096 * 2);
+}
+
 TEST_CASE("bitsandbytes 4-bit prefill dequantises one weight at a time; litgpt twice for bf16") {
   const auto spec = preset("meta-llama/Llama-2-7b-hf");
   REQUIRE(spec.ok());
