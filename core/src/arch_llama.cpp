@@ -23,7 +23,8 @@ struct variant {
   bool o_bias = false;
   bool mlp_bias = false;
   bool fused = false;           // Phi-3: o_proj, qkv_proj; gate_up_proj, down_proj
-  bool sandwich_norms = false;  // Gemma2: pre/post feed-forward norms
+  bool sandwich_norms = false;  // Gemma 2 and 3: pre/post feed-forward norms
+  bool qk_norm = false;         // Qwen3, Gemma 3: q_norm and k_norm over each head
   bool tie_default = false;
   enum class moe_layout { none, mixtral, qwen2, deepseek } moe = moe_layout::none;
   const char* architecture = "LlamaForCausalLM";
@@ -32,10 +33,12 @@ struct variant {
 // The transformers causal-LM class of each member.
 const char* class_for(const std::string& type) {
   static const std::pair<const char*, const char*> classes[] = {
-      {"mistral", "MistralForCausalLM"}, {"mixtral", "MixtralForCausalLM"},
-      {"qwen2", "Qwen2ForCausalLM"},     {"qwen2_moe", "Qwen2MoeForCausalLM"},
-      {"gemma", "GemmaForCausalLM"},     {"gemma2", "Gemma2ForCausalLM"},
-      {"phi3", "Phi3ForCausalLM"},       {"deepseek_v3", "DeepseekV3ForCausalLM"}};
+      {"mistral", "MistralForCausalLM"},   {"mixtral", "MixtralForCausalLM"},
+      {"qwen2", "Qwen2ForCausalLM"},       {"qwen2_moe", "Qwen2MoeForCausalLM"},
+      {"gemma", "GemmaForCausalLM"},       {"gemma2", "Gemma2ForCausalLM"},
+      {"phi3", "Phi3ForCausalLM"},         {"deepseek_v3", "DeepseekV3ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"},       {"qwen3_moe", "Qwen3MoeForCausalLM"},
+      {"gemma3_text", "Gemma3ForCausalLM"}};
   for (const auto& [name, cls] : classes) {
     if (type == name) return cls;
   }
@@ -52,10 +55,13 @@ variant variant_for(const std::string& type, config_reader& cfg) {
   }
   v.mlp_bias = cfg.flag("mlp_bias", false);
   v.fused = type == "phi3";
-  v.sandwich_norms = type == "gemma2";
-  v.tie_default = type == "gemma" || type == "gemma2";  // GemmaConfig defaults to tied embeddings
+  v.sandwich_norms = type == "gemma2" || type == "gemma3_text";
+  v.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+  // GemmaConfig (and Gemma 2's and 3's) defaults to tied embeddings.
+  v.tie_default = type == "gemma" || type == "gemma2" || type == "gemma3_text";
   if (type == "mixtral") v.moe = variant::moe_layout::mixtral;
-  if (type == "qwen2_moe") v.moe = variant::moe_layout::qwen2;
+  // Qwen3MoeSparseMoeBlock is Qwen2-MoE's without the shared expert.
+  if (type == "qwen2_moe" || type == "qwen3_moe") v.moe = variant::moe_layout::qwen2;
   if (type == "deepseek_v3") v.moe = variant::moe_layout::deepseek;
   v.architecture = class_for(type);
   return v;
@@ -69,7 +75,9 @@ void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
     spec.moe.expert_intermediate = spec.intermediate_size;
     for (auto& layer : spec.layers) layer.moe = true;
   } else if (v.moe == layout::qwen2) {
-    spec.moe.num_experts = cfg.optional({"num_experts"}, 60, max_experts, 0);
+    // Qwen2MoeConfig defaults to 60 experts, Qwen3MoeConfig to 128.
+    const std::uint64_t experts = spec.model_type == "qwen3_moe" ? 128 : 60;
+    spec.moe.num_experts = cfg.optional({"num_experts"}, experts, max_experts, 0);
     spec.moe.expert_intermediate = cfg.required({"moe_intermediate_size"}, max_width);
     spec.moe.shared_intermediate =
         cfg.optional({"shared_expert_intermediate_size"}, 0, max_width, 0);
@@ -142,6 +150,10 @@ void attention_block(tensor_builder& add, const model_spec& spec, const variant&
     add.linear("self_attn.k_proj", h, kv, v.qkv_bias, attn);
     add.linear("self_attn.v_proj", h, kv, v.qkv_bias, attn);
     add.linear("self_attn.o_proj", q, h, v.o_bias, attn);
+    if (v.qk_norm) {
+      add.rms_norm("self_attn.q_norm", spec.head_dim);
+      add.rms_norm("self_attn.k_norm", spec.head_dim);
+    }
   }
 }
 
@@ -210,7 +222,11 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop", "hidden_dropout"});
   spec.eager_softmax_fp32 = true;  // modeling_llama.py eager_attention_forward
-  spec.norm_keeps_input_dtype = spec.model_type == "gemma" || spec.model_type == "gemma2";
+  const bool gemma =
+      spec.model_type == "gemma" || spec.model_type == "gemma2" || spec.model_type == "gemma3_text";
+  spec.norm_keeps_input_dtype = gemma;
+  spec.post_norms = v.sandwich_norms;
+  spec.qk_norm = v.qk_norm;
   // Gemma2Config defaults attn_logit_softcapping to 50.0; an explicit null switches it off.
   if (spec.model_type == "gemma2" && !cfg.present("attn_logit_softcapping"))
     spec.attention_softcap = 50.0;
@@ -220,15 +236,34 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   read_moe(cfg, spec, v);
   if (spec.model_type == "deepseek_v3") read_mla(cfg, spec);
 
-  // Sliding windows: Mistral/Phi-3 on every layer when set; Gemma2 on even layers
-  // (Gemma2DecoderLayer: is_sliding = not layer_idx % 2); Qwen2 only with use_sliding_window.
-  const auto window = cfg.optional({"sliding_window"}, 0, max_positions, 0);
-  const bool windowed = spec.model_type == "qwen2" || spec.model_type == "qwen2_moe"
-                            ? cfg.flag("use_sliding_window", false)
-                            : spec.model_type != "gemma" && spec.model_type != "llama";
+  // Sliding windows: a config's layer_types names each layer's ("sliding_attention"); otherwise
+  // Mistral/Phi-3 slide on every layer when a window is set; Gemma2 on even layers
+  // (Gemma2DecoderLayer: is_sliding = not layer_idx % 2); Gemma 3 on all but every sixth
+  // (Gemma3TextConfig: sliding_window_pattern 6, default window 4096); the Qwens only with
+  // use_sliding_window, from max_window_layers on (Qwen2Config / Qwen3Config layer_types).
+  const bool qwen = spec.model_type == "qwen2" || spec.model_type == "qwen2_moe" ||
+                    spec.model_type == "qwen3" || spec.model_type == "qwen3_moe";
+  const bool gemma3 = spec.model_type == "gemma3_text";
+  const auto window = cfg.optional({"sliding_window"}, gemma3 ? 4096 : 0, max_positions, 0);
+  const bool windowed = qwen ? cfg.flag("use_sliding_window", false)
+                             : spec.model_type != "gemma" && spec.model_type != "llama";
+  const auto first_windowed = qwen ? cfg.optional({"max_window_layers"}, 28, max_layers, 0) : 0;
+  const auto pattern = gemma3 ? cfg.optional({"sliding_window_pattern"}, 6, max_layers) : 0;
+  const auto layer_types = cfg.text_list("layer_types");
+  if (!layer_types.empty() && layer_types.size() != spec.layers.size()) {
+    cfg.fail("config.inconsistent_layers", "layer_types",
+             "[" + cfg.field("layer_types") + "] must name each of the " +
+                 std::to_string(spec.layers.size()) + " layers, got " +
+                 std::to_string(layer_types.size()));
+  }
   for (auto& layer : spec.layers) {
-    const bool sliding =
-        windowed && window > 0 && (spec.model_type != "gemma2" || layer.index % 2 == 0);
+    const auto i = static_cast<std::uint64_t>(layer.index);
+    bool sliding = windowed && window > 0;
+    if (spec.model_type == "gemma2") sliding = sliding && i % 2 == 0;
+    if (gemma3) sliding = sliding && (i + 1) % pattern != 0;
+    if (qwen) sliding = sliding && i >= first_windowed;
+    if (layer_types.size() == spec.layers.size())
+      sliding = window > 0 && (windowed || !qwen) && layer_types[i] == "sliding_attention";
     if (sliding) {
       layer.attention = attention_pattern::sliding;
       layer.sliding_window_tokens = window;

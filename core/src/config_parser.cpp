@@ -37,6 +37,9 @@ constexpr family families[] = {
     {"phi3", build_llama_like},
     {"falcon", build_falcon},
     {"deepseek_v3", build_llama_like},
+    {"qwen3", build_llama_like},
+    {"qwen3_moe", build_llama_like},
+    {"gemma3_text", build_llama_like},
     {"bert", nullptr},  // needs the task head: build_bert
     {"t5", build_t5},
     {"mt5", build_t5},

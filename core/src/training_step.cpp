@@ -252,26 +252,29 @@ void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) 
   m.adapter_backward = std::max(m.adapter_backward, 2 * ctx.tokens * out * p);
 }
 
-// Norm saves. RMSNorm (LlamaRMSNorm): the fp32 input, rsqrt, and (when its weight trains) the
-// normalised input in the input dtype. LayerNorm (native_layer_norm, fp32 under autocast): the
-// input, mean and rstd.
+// Norm saves over `rows` rows of `width` / `rows` per token (one row a token for the hidden
+// norms, one a head for Qwen3's and Gemma 3's q_norm and k_norm). RMSNorm (LlamaRMSNorm): the
+// fp32 input, rsqrt per row, and (when its weight trains) the normalised input — in the input
+// dtype where the weight multiplies after the cast back, in fp32 where it multiplies before
+// (litgpt's RMSNorm, GemmaRMSNorm's output * (1 + weight.float())). LayerNorm
+// (native_layer_norm, fp32 under autocast): the input, mean and rstd per row.
 void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
-                std::uint64_t input_bytes, bool& input_saved) {
-  const std::uint64_t t = ctx.h_tokens;
+                std::uint64_t input_bytes, bool& input_saved, std::uint64_t tokens,
+                std::uint64_t rows) {
+  const std::uint64_t t = tokens;
   if (ctx.spec.norm == norm_kind::rms_norm) {
     if (input_bytes == 4) {
       input_saved = true;
     } else {
       m.saved.push_back(4 * t * width);
     }
-    m.saved.push_back(4 * t);
-    // litgpt's RMSNorm multiplies by the weight in fp32, so a trainable weight keeps the fp32
-    // normalised input (litgpt/model.py RMSNorm); transformers and torchtune cast first.
-    const bool fp32_normed = ctx.config.framework == framework_profile::litgpt;
+    m.saved.push_back(4 * t * rows);
+    const bool fp32_normed =
+        ctx.config.framework == framework_profile::litgpt || ctx.spec.norm_keeps_input_dtype;
     if (ctx.norms_train) m.saved.push_back((fp32_normed ? 4 : input_bytes) * t * width);
   } else {
     input_saved = true;
-    m.saved.push_back(8 * t);
+    m.saved.push_back(8 * t * rows);
   }
 }
 
@@ -325,6 +328,9 @@ block_memory unsloth_block(const step_context& ctx, int layer_index) {
   // keeps the second norm's output and the gate and up projections (SwiGLU is recomputed).
   m.saved = {norm, c * t * h, c * t * (q + 2 * kv), c * t * q, 4 * t * spec.num_heads,
              norm, c * t * h, 2 * c * t * i};
+  // Qwen3's q_norm and k_norm run the same kernel over each head (models/qwen3.py).
+  if (spec.qk_norm)
+    m.saved.push_back(c * t * (q + kv) + 4 * t * (spec.num_heads + spec.num_kv_heads));
   // Forward: the SwiGLU product and the down projection's output. Backward: the down
   // projection's input gradient (made in place into the gate and up outputs after) and the
   // incoming and outgoing hidden-width gradients; a 4-bit base is dequantised afresh for each
@@ -398,7 +404,7 @@ block_memory block(const step_context& ctx, int layer_index) {
 
   // 1. The norm before attention; its output feeds the q/k/v projection(s).
   bool input_saved = false;
-  norm_saves(m, ctx, h, ctx.r, input_saved);
+  norm_saves(m, ctx, h, ctx.r, input_saved, th, 1);
   if (input_saved) m.saved.push_back(ctx.r * th * h);
   const std::uint64_t y1_bytes = norm_output_bytes(ctx, ctx.r);
   bool y1_shared = false;
@@ -408,6 +414,16 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (ctx.quantized && y1_bytes == c) m.retained += y1_bytes * th * h;
   // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
   if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
+  // Qwen3's and Gemma 3's q_norm and k_norm take each head of the projections' outputs
+  // (modeling_qwen3.py Qwen3Attention: q_norm(q_proj(x).view(..., head_dim)) before RoPE).
+  if (spec.qk_norm) {
+    const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
+    for (const auto& [width, rows] : {std::pair{q, heads}, std::pair{kv, kv_heads}}) {
+      bool kept = false;
+      norm_saves(m, ctx, width, c, kept, t, rows);
+      if (kept) m.saved.push_back(c * t * width);
+    }
+  }
 
   // 2. Attention. SDPA's fused kernels keep q, k, v, the output and the log-sum-exp. PyTorch
   // picks flash for 16-bit inputs and memory-efficient attention for fp32, which does not take
@@ -480,12 +496,21 @@ block_memory block(const step_context& ctx, int layer_index) {
   feed(linear_role::attention_out, c, o_shared);
   if (o_shared) m.saved.push_back(c * t * q);
   if (ctx.quantized) m.retained += c * t * q;
+  // Gemma 2's and 3's post_attention_layernorm and post_feedforward_layernorm normalise the
+  // attention's and the MLP's outputs before the residual adds.
+  const auto post_norm = [&] {
+    if (!spec.post_norms) return;
+    bool kept = false;
+    norm_saves(m, ctx, h, c, kept, th, 1);
+    if (kept) m.saved.push_back(c * th * h);
+  };
+  post_norm();
 
   // 4. MLP, after a second norm unless attention and MLP run in parallel.
   std::uint64_t mlp_in_bytes = y1_bytes;
   if (!spec.parallel_block) {
     bool mid_saved = false;
-    norm_saves(m, ctx, h, ctx.r, mid_saved);
+    norm_saves(m, ctx, h, ctx.r, mid_saved, th, 1);
     if (mid_saved) m.saved.push_back(ctx.r * th * h);
     mlp_in_bytes = norm_output_bytes(ctx, ctx.r);
     bool y2_shared = false;
@@ -542,6 +567,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (layer.moe && ctx.full && !down_shared) down_shared = true;
   if (down_shared) m.saved.push_back(mlp_bytes * t * i);
   if (ctx.quantized && mlp_bytes == c) m.retained += c * t * i;
+  post_norm();
   if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
 
   // Busiest moment besides what is saved: the MLP product before down-projection and the

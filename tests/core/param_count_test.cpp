@@ -92,6 +92,76 @@ TEST_CASE("published parameter counts are reproduced exactly") {
   CHECK(checked >= 1);
 }
 
+// Families checked by hand rather than against transformers' own build: the config.json values of
+// Qwen/Qwen3-0.6B, Qwen/Qwen3-8B, Qwen/Qwen3-30B-A3B and google/gemma-3-1b-it (tests/configs/),
+// totals that equal keras-hub's qwen3_presets.py / gemma3_presets.py counts and round to the
+// model cards' (0.6B, 8.2B with 6.95B non-embedding, 30.5B with 3.3B active; Gemma 3 report:
+// 302M embedding + 698M non-embedding).
+TEST_CASE("Qwen3, Qwen3-MoE and Gemma 3 text totals, by hand and by their model cards") {
+  const auto count = [](const char* file) {
+    auto spec = parse_model_config(test::read_json(file), {}, "c");
+    REQUIRE(spec.ok());
+    auto c = count_params(spec.value());
+    REQUIRE(c.ok());
+    return c.value();
+  };
+  // Qwen3-0.6B, tied: 151936 x 1024 embedding; per block q 1024x2048, k and v 1024x1024 each,
+  // o 2048x1024, q_norm and k_norm 128 each, gate/up/down 3 x 1024 x 3072, two norms of 1024.
+  const std::uint64_t block_06 =
+      1024ULL * 2048 * 2 + 1024ULL * 1024 * 2 + 2 * 128 + 3ULL * 1024 * 3072 + 2 * 1024;
+  CHECK(count("tests/configs/qwen3-0.6b.json").total == 151936ULL * 1024 + 28 * block_06 + 1024);
+  CHECK(count("tests/configs/qwen3-0.6b.json").total == 596049920ULL);
+  CHECK(count("tests/configs/qwen3-8b.json").total == 8190735360ULL);
+  // 48 MoE blocks: a router of 128 x 2048 and 128 experts of 3 x 2048 x 768, 8 of them active.
+  const auto moe = count("tests/configs/qwen3-30b-a3b.json");
+  CHECK(moe.total == 30532122624ULL);
+  CHECK(moe.active == moe.total - 48ULL * 120 * 3 * 2048 * 768);
+  CHECK(moe.active == 3353032704ULL);
+  // Gemma 3 1B: tied 262144 x 1152 embedding, four norms a block and q/k norms of 256.
+  CHECK(count("tests/configs/gemma-3-1b.json").total == 999885952ULL);
+}
+
+TEST_CASE("Gemma 3 slides on all but every sixth layer; Qwen3 only with use_sliding_window") {
+  auto gemma = parse_model_config(test::read_json("tests/configs/gemma-3-1b.json"), {}, "c");
+  REQUIRE(gemma.ok());
+  int global = 0;
+  for (const auto& layer : gemma.value().layers) {
+    const bool sliding = layer.attention == attention_pattern::sliding;
+    CHECK(sliding == ((layer.index + 1) % 6 != 0));
+    if (sliding) CHECK(layer.sliding_window_tokens == 512);
+    global += sliding ? 0 : 1;
+  }
+  CHECK(global == 4);  // layers 5, 11, 17 and 23
+  CHECK(gemma.value().tied_embeddings);
+  CHECK(gemma.value().post_norms);
+  CHECK(gemma.value().qk_norm);
+
+  json qwen = test::read_json("tests/configs/qwen3-8b.json");
+  qwen["sliding_window"] = 4096;
+  auto off = parse_model_config(qwen, {}, "c");
+  qwen["use_sliding_window"] = true;
+  qwen["max_window_layers"] = 30;
+  auto on = parse_model_config(qwen, {}, "c");
+  REQUIRE(off.ok());
+  REQUIRE(on.ok());
+  for (std::size_t i = 0; i < 36; ++i) {
+    CHECK(off.value().layers[i].attention != attention_pattern::sliding);
+    CHECK((on.value().layers[i].attention == attention_pattern::sliding) == (i >= 30));
+  }
+  // A config's own layer_types decides, and must name every layer.
+  qwen["layer_types"] = json::array();
+  for (int i = 0; i < 36; ++i)
+    qwen["layer_types"].push_back(i % 2 ? "sliding_attention" : "full_attention");
+  auto listed = parse_model_config(qwen, {}, "c");
+  REQUIRE(listed.ok());
+  CHECK(listed.value().layers[1].attention == attention_pattern::sliding);
+  CHECK(listed.value().layers[30].attention != attention_pattern::sliding);
+  qwen["layer_types"].erase(0);
+  auto short_list = parse_model_config(qwen, {}, "c");
+  REQUIRE(!short_list.ok());
+  CHECK(short_list.failure().field == "c.layer_types");
+}
+
 TEST_CASE("group sums add up to the total and blocks cover every block tensor") {
   const json reference = test::read_presets();
   for (const auto& item : reference.items()) {

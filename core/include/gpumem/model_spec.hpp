@@ -116,6 +116,11 @@ struct model_spec {
   // The RMSNorm returns its input's dtype whatever its weight's (GemmaRMSNorm:
   // output.type_as(x)); Llama-style ones multiply by the weight in its dtype.
   bool norm_keeps_input_dtype = false;
+  // RMSNorms on the attention's and the MLP's outputs before the residual add (Gemma 2 and 3:
+  // post_attention_layernorm, post_feedforward_layernorm).
+  bool post_norms = false;
+  // Per-head RMSNorms on the queries and keys before RoPE (Qwen3, Gemma 3: q_norm, k_norm).
+  bool qk_norm = false;
   std::string activation;
   bool tied_embeddings = false;
   bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
