@@ -240,6 +240,7 @@ int params_command(const arguments& args) {
   groups.row({std::string("lm head") + (r["model"]["tied_embeddings"].get<bool>() ? " (tied)" : ""),
               count_text(g["lm_head"])});
   groups.row({"task head", count_text(g["task_head"])});
+  groups.row({"vision tower", count_text(g["vision"])});
   groups.row({"total", count_text(r["total_params"])});
   groups.row({"active per token", count_text(r["active_params"])});
   std::cout << groups.render() << "\n";

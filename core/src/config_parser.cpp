@@ -40,7 +40,8 @@ constexpr family families[] = {
     {"qwen3", build_llama_like},
     {"qwen3_moe", build_llama_like},
     {"gemma3_text", build_llama_like},
-    {"bert", nullptr},  // needs the task head: build_bert
+    {"gemma3", nullptr},  // text_config and vision_config: parse_gemma3
+    {"bert", nullptr},    // needs the task head: build_bert
     {"t5", build_t5},
     {"mt5", build_t5},
 };
@@ -92,6 +93,7 @@ result<model_spec> parse_model_config(const nlohmann::json& config, const model_
                             "(RMSNorm, gated MLP, no biases) from its standard keys");
   }
 
+  if (spec.model_type == "gemma3") return parse_gemma3(config, field);
   if (known != nullptr && known->build == nullptr) {
     build_bert(cfg, spec, options);
   } else if (known != nullptr) {

@@ -74,6 +74,7 @@ ordered_json params_json(const model_spec& spec, const param_count& c) {
       {"projection", g.projection},
       {"lm_head", g.lm_head},
       {"task_head", g.task_head},
+      {"vision", g.vision},
   };
   ordered_json blocks = ordered_json::array();
   for (const auto& b : c.blocks) {

@@ -30,6 +30,8 @@ std::uint64_t& group_of(param_groups& g, tensor_role role) {
       return g.lm_head;
     case tensor_role::task_head:
       return g.task_head;
+    case tensor_role::vision:
+      return g.vision;
   }
   return g.task_head;
 }
@@ -78,7 +80,8 @@ result<param_count> count_params(const model_spec& spec) {
                  "[model.config] describes more than 2^53 parameters; the accepted range is up to "
                  "9007199254740992"};
   }
-  out.active = out.total - unused_experts;
+  // A text token reaches neither the idle experts nor a vision tower.
+  out.active = out.total - unused_experts - out.groups.vision;
 
   for (std::size_t i = 0; i < per_block.size(); ++i) {
     auto b = per_block[i];

@@ -137,7 +137,7 @@ bool names_role(const std::string& target, const tensor_spec& t, const std::stri
 }
 
 bool lora_target(const training_config& config, const tensor_spec& t) {
-  if (config.finetune != finetune_kind::lora) return false;
+  if (config.finetune != finetune_kind::lora || t.role == tensor_role::vision) return false;
   if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
     return false;
   const std::string module = module_of(t.name);
@@ -1029,9 +1029,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       const auto l = static_cast<std::size_t>(t.layer);
       return l >= stage.first && l < stage.last;
     }
-    const bool input_side = t.role == tensor_role::token_embedding ||
-                            t.role == tensor_role::position_embedding ||
-                            t.name.find("project_in") != std::string::npos;
+    const bool input_side =
+        t.role == tensor_role::token_embedding || t.role == tensor_role::position_embedding ||
+        t.role == tensor_role::vision || t.name.find("project_in") != std::string::npos;
     if (t.role == tensor_role::token_embedding && spec.tied_embeddings && last_stage) return true;
     return input_side ? first_stage : last_stage;
   };
@@ -1169,7 +1169,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                         params_sharded),
                   cat::weights);
     }
-    if (ctx.full)
+    // A vision tower that text-only batches never run gets no gradient, so neither states.
+    if (ctx.full && t.role != tensor_role::vision)
       params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
   }
   for (const auto& t : spec.tensors) {
@@ -1237,7 +1238,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     const std::uint64_t bytes = tensor_parallel_numel(t, tp) * gathered_bytes;
     if (t.layer >= 0) {
       block_params[static_cast<std::size_t>(t.layer)] += bytes;
-    } else {
+    } else if (t.role != tensor_role::vision) {
+      // (A vision tower's layers are units of their own, gathered only to run images.)
       root_params += bytes;
     }
   }
@@ -1260,7 +1262,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       const std::uint64_t bytes = tensor_parallel_numel(t, tp) * gathered_bytes;
       if (tensor_parallel_numel(t, tp) <= config.persistence_threshold) {
         persistent_params += bytes;
-        (t.layer >= 0 ? block_params[static_cast<std::size_t>(t.layer)] : root_params) -= bytes;
+        if (t.layer >= 0) {
+          block_params[static_cast<std::size_t>(t.layer)] -= bytes;
+        } else if (t.role != tensor_role::vision) {
+          root_params -= bytes;
+        }
         continue;
       }
       if (t.layer >= 0) {
@@ -1273,7 +1279,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                  t.role == tensor_role::position_embedding) {
         input_root = std::max(input_root, bytes);
         if (t.role == tensor_role::token_embedding && spec.tied_embeddings) output_root += bytes;
-      } else {
+      } else if (t.role != tensor_role::vision) {
         output_root += bytes;
       }
     }

@@ -119,6 +119,19 @@ TEST_CASE("Qwen3, Qwen3-MoE and Gemma 3 text totals, by hand and by their model 
   CHECK(moe.active == 3353032704ULL);
   // Gemma 3 1B: tied 262144 x 1152 embedding, four norms a block and q/k norms of 256.
   CHECK(count("tests/configs/gemma-3-1b.json").total == 999885952ULL);
+  // Gemma 3 4B (google/gemma-3-4b-it, model_type gemma3): the language model from text_config
+  // over Gemma3TextConfig's defaults (vocab 262208, 8 heads, 4 KV heads, head_dim 256), SigLIP
+  // (per layer 4 x (1152^2 + 1152) + 2 x 1152 x 4304 + 4304 + 1152 + 2 x 2 x 1152; 64^2 patch
+  // positions; a 3 x 14 x 14 patch Conv2d) and the projector (1152 x 2560 + 1152): the technical
+  // report's 417M vision and 3,209M + 675M language parameters.
+  const auto gemma3 = count("tests/configs/gemma-3-4b.json");
+  const std::uint64_t siglip_layer =
+      4 * (1152ULL * 1152 + 1152) + 2 * 1152ULL * 4304 + 4304 + 1152 + 4 * 1152;
+  const std::uint64_t siglip = 1152ULL * 588 + 1152 + 4096ULL * 1152 + 27 * siglip_layer + 2 * 1152;
+  CHECK(siglip == 416866032ULL);
+  CHECK(gemma3.groups.vision == siglip + 1152ULL * 2560 + 1152);
+  CHECK(gemma3.total == 4300079472ULL);
+  CHECK(gemma3.active == gemma3.total - gemma3.groups.vision);
 }
 
 TEST_CASE("Gemma 3 slides on all but every sixth layer; Qwen3 only with use_sliding_window") {

@@ -1017,6 +1017,46 @@ TEST_CASE("Qwen3's q_norm and k_norm keep each head's fp32 input and an inverse 
         doctest::Approx(4 * (qk_norms + post_norms)).epsilon(0.01));
 }
 
+TEST_CASE("Gemma 3's vision tower is loaded but text-only training gives it no gradient") {
+  const auto multimodal =
+      parse_model_config(test::read_json("tests/configs/gemma-3-4b.json"), {}, "c");
+  // The same language model on its own, with Gemma3TextConfig's defaults spelled out.
+  nlohmann::json text = test::read_json("tests/configs/gemma-3-4b.json").at("text_config");
+  text.update({{"vocab_size", 262208},
+               {"num_attention_heads", 8},
+               {"num_key_value_heads", 4},
+               {"head_dim", 256},
+               {"hidden_activation", "gelu_pytorch_tanh"}});
+  const auto language = parse_model_config(text, {}, "c");
+  REQUIRE(multimodal.ok());
+  REQUIRE(language.ok());
+  CHECK(multimodal.value().architecture == "Gemma3ForConditionalGeneration");
+  CHECK(!multimodal.value().warnings.empty());
+  const std::uint64_t vision = count_params(multimodal.value()).value().groups.vision;
+  for (const auto finetune : {finetune_kind::full, finetune_kind::lora}) {
+    CAPTURE(finetune == finetune_kind::full);
+    training_config c = finetune == finetune_kind::full ? training_config{} : lora_qv();
+    c.compute = compute_precision::pure_bf16;
+    c.seq_len = 1024;
+    c.grad_ckpt = true;
+    auto with_tower = estimate_training_step(multimodal.value(), c, gpu_spec{});
+    auto without = estimate_training_step(language.value(), c, gpu_spec{});
+    REQUIRE(with_tower.ok());
+    REQUIRE(without.ok());
+    CHECK(with_tower.value().trainable_params == without.value().trainable_params);
+    // Only the tower's bf16 weights come on top (the caching allocator's blocks may be a little
+    // larger than the tensors, hence the 2 % margin), at the weights and at the peak.
+    const double tower = 2.0 * static_cast<double>(vision);
+    CHECK(at_peak(with_tower.value(), memory_category::weights) -
+              at_peak(without.value(), memory_category::weights) ==
+          doctest::Approx(tower).epsilon(0.02));
+    CHECK(static_cast<double>(with_tower.value().peak.allocated - without.value().peak.allocated) ==
+          doctest::Approx(tower).epsilon(0.02));
+    CHECK(at_peak(with_tower.value(), memory_category::adapters) ==
+          at_peak(without.value(), memory_category::adapters));
+  }
+}
+
 TEST_CASE("Gemma 2's soft-capped attention: litgpt computes it by hand, keeping the tanh output") {
   const auto presets = test::read_presets();
   auto config = presets.at("google/gemma-2-9b").at("config");

@@ -24,6 +24,7 @@ enum class tensor_role {
   projection,          // OPT-350m project_in / project_out
   lm_head,             // untied output projection and its bias
   task_head,           // BERT pooler, MLM transform, classifiers
+  vision,              // a multimodal model's vision tower and projector (Gemma 3)
 };
 
 // The torch module class kind that owns the tensor. LLMem selects parameters by class name

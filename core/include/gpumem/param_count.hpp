@@ -23,6 +23,7 @@ struct param_groups {
   std::uint64_t projection = 0;
   std::uint64_t lm_head = 0;
   std::uint64_t task_head = 0;
+  std::uint64_t vision = 0;
 };
 
 // A run of consecutive, identically sized blocks of one stack.
@@ -38,9 +39,10 @@ struct block_params {
 };
 
 struct param_count {
-  std::uint64_t total = 0;   // every trainable tensor once (tied weights once)
-  std::uint64_t active = 0;  // per token: total minus the routed experts not selected
-  std::uint64_t bias = 0;    // of which biases
+  std::uint64_t total = 0;  // every trainable tensor once (tied weights once)
+  // Per text token: total minus the routed experts not selected and any vision tower.
+  std::uint64_t active = 0;
+  std::uint64_t bias = 0;  // of which biases
   param_groups groups;
   std::vector<block_params> blocks;
 };
