@@ -263,7 +263,8 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
     if (gemma3) sliding = sliding && (i + 1) % pattern != 0;
     if (qwen) sliding = sliding && i >= first_windowed;
     if (layer_types.size() == spec.layers.size())
-      sliding = window > 0 && (windowed || !qwen) && layer_types[i] == "sliding_attention";
+      sliding = window > 0 && (windowed || !qwen) &&
+                layer_types[static_cast<std::size_t>(i)] == "sliding_attention";
     if (sliding) {
       layer.attention = attention_pattern::sliding;
       layer.sliding_window_tokens = window;
