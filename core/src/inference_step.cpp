@@ -34,7 +34,8 @@ bool holds(const rank_layout& r, const inference_config& c, const tensor_spec& t
     return layer >= r.first && layer < r.last;
   }
   if (c.framework == serving_framework::litgpt && c.pp_degree > 1) return r.first_stage;
-  return embedding_role(t.role) ? r.first_stage : r.last_stage;
+  // A vision tower runs before the first block.
+  return embedding_role(t.role) || t.role == tensor_role::vision ? r.first_stage : r.last_stage;
 }
 
 // A weight matrix's features on this rank: rows x in-features per matrix (3-D expert tensors

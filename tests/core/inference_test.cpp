@@ -199,6 +199,26 @@ TEST_CASE("a preallocated cache and 16-bit weights: the peak holds the weights a
   CHECK(e.value().peak.allocated > 6738415616ULL * 2 + 56ULL * 2 * 32 * 4096 * 2);
 }
 
+TEST_CASE("a pipeline holds Gemma 3's vision tower on its first stage, beside the embedding") {
+  const auto spec = parse_model_config(test::read_json("tests/configs/gemma-3-4b.json"), {}, "c");
+  REQUIRE(spec.ok());
+  std::uint64_t tower = 0;
+  for (const auto& t : spec.value().tensors)
+    if (t.role == tensor_role::vision) tower += t.numel() * 2;
+  inference_config c;
+  c.pp_degree = 2;
+  std::uint64_t stage_weights[2] = {0, 0};
+  for (std::uint64_t stage = 0; stage < 2; ++stage) {
+    c.pp_stage = stage;
+    auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+    REQUIRE(e.ok());
+    stage_weights[stage] = e.value().weight_bytes;
+  }
+  // 17 blocks each; the first stage has the embedding (tied: the last holds it again as the LM
+  // head) and the tower, the last the final norm (2560 bf16 weights).
+  CHECK(stage_weights[0] - stage_weights[1] == tower - 2560 * 2);
+}
+
 TEST_CASE("a static cache's default length: transformers max_length - 1, litgpt prompt + new") {
   const auto spec = preset("meta-llama/Llama-2-7b-hf");
   REQUIRE(spec.ok());
