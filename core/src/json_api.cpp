@@ -84,6 +84,10 @@ result<resolved_model> resolve_model(const json& request) {
                  "{\"config\": {...config.json...}}"};
   }
   const json& model = request.at("model");
+  if (model.is_object() && model.contains("name") && !model.at("name").is_string()) {
+    return error{"request.invalid_type", "model.name",
+                 "[model.name] must be a string, got " + model.at("name").dump()};
+  }
   model_options options;
   ordered_json identity;
   json config;
@@ -91,6 +95,9 @@ result<resolved_model> resolve_model(const json& request) {
   if (model.is_string() || (model.is_object() && model.contains("preset"))) {
     const json& id = model.is_string() ? model : model.at("preset");
     const std::string field = model.is_string() ? "model" : "model.preset";
+    if (model.is_object()) {
+      if (auto e = unknown_keys(model, "model", {"preset", "task_head", "num_labels"})) return *e;
+    }
     if (!id.is_string()) {
       return error{"request.invalid_type", field, "[" + field + "] must be a preset id string"};
     }
@@ -594,7 +601,39 @@ std::string version_command(const json& request) {
 
 }  // namespace
 
+std::size_t json_nesting_depth(std::string_view text) {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char ch : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 std::string handle_request(const std::string& request_json) {
+  const std::size_t depth = json_nesting_depth(request_json);
+  if (depth > max_json_depth) {
+    return respond_error({"request.too_deep", "",
+                          "the request nests arrays and objects " + std::to_string(depth) +
+                              " levels deep; at most " + std::to_string(max_json_depth) +
+                              " are accepted"});
+  }
   const json request = json::parse(request_json, nullptr, false);
   if (request.is_discarded()) {
     syntax_error_reader reader;

@@ -135,6 +135,28 @@ TEST_CASE("envelope errors") {
   check_error(call(params_request(42)), "request.invalid_type", "model");
   check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"nmae", "x"}})),
               "request.unknown_field", "model.nmae");
+  // A name that is not a string is refused, not thrown on; a preset takes no name.
+  for (const json& name : {json(nullptr), json(3), json::array(), json::object()}) {
+    check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"name", name}})),
+                "request.invalid_type", "model.name");
+  }
+  check_error(call(params_request({{"preset", "gpt2"}, {"label", "x"}})), "request.unknown_field",
+              "model.label");
+}
+
+TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
+  // 10,000 levels would overflow the stack when the request's values are copied.
+  const std::string deep = std::string(10000, '[') + std::string(10000, ']');
+  const std::string request =
+      R"({"command": "params", "model": {"config": {"model_type": "gpt2", "x": )" + deep + "}}}";
+  check_error(json::parse(handle_request(request), nullptr, false), "request.too_deep", "");
+  CHECK(json_nesting_depth(request) == 10003);
+  // Brackets inside strings do not count, escaped quotes included.
+  CHECK(json_nesting_depth(R"({"a": "[[[\"{{{", "b": [{}]})") == 3);
+  const std::string fine = std::string(60, '[') + std::string(60, ']');
+  CHECK(json::parse(handle_request(R"({"command": "version", "x": )" + fine + "}"), nullptr, false)
+            .at("error")
+            .at("code") == "request.unknown_field");
 }
 
 TEST_CASE("model errors carry the config's codes") {

@@ -2,11 +2,22 @@
 // The one request/response API of gpumem (docs/api.md): a JSON request string in, a JSON
 // response string out. The CLI and the wasm binding call nothing else.
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace gpumem {
 
 inline constexpr int api_version = 1;
+
+// The deepest nesting of arrays and objects a request may have (a validation point nests about
+// six levels). Deeper JSON is refused before it is parsed: copying and printing nested values
+// recurse, and a stack overflow cannot be caught.
+inline constexpr std::size_t max_json_depth = 64;
+
+// The deepest nesting of arrays and objects in a JSON text (brackets inside strings do not
+// count); a linear scan that works on malformed text too.
+std::size_t json_nesting_depth(std::string_view text);
 
 // Never throws and never aborts: malformed input yields {"ok": false, "error": {...}}.
 std::string handle_request(const std::string& request_json);
