@@ -404,8 +404,9 @@ std::uint64_t llama_cpp_compute_buffer(const model_spec& spec, const inference_c
   return 4 * ubatch * (widest + spec.hidden_size);
 }
 
-// Requests whose tensors would not fit in 2^56 bytes (64 PiB) are refused rather than computed
-// with wrapped 64-bit sizes: a rough upper bound of the KV cache and the widest activations.
+// Requests whose tensors could exceed 2^53 bytes (8 PiB) are refused rather than computed with
+// wrapped or inexact sizes (JSON numbers are exact to 2^53): a rough upper bound of the KV cache
+// and the widest activations.
 std::optional<error> check_size(const model_spec& spec, const inference_config& c) {
   const double sequences = static_cast<double>(c.batch);
   const double tokens =
@@ -418,10 +419,10 @@ std::optional<error> check_size(const model_spec& spec, const inference_config& 
     bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;
   bytes += static_cast<double>(c.profile_tokens) * width * 16 +
            static_cast<double>(c.profile_sequences) * static_cast<double>(spec.vocab_size) * 16;
-  if (bytes < 72057594037927936.0) return std::nullopt;  // 2^56
+  if (bytes < 9007199254740992.0) return std::nullopt;  // 2^53
   return error{
       "request.too_large", "workload.seq_len",
-      "[workload.seq_len] this request's KV cache and activations would exceed 2^56 bytes; "
+      "[workload.seq_len] this request's KV cache and activations could exceed 2^53 bytes; "
       "reduce seq_len, new_tokens or micro_batch"};
 }
 

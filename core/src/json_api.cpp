@@ -408,6 +408,10 @@ std::string estimate_command(const json& request) {
   if (!parallel.ok()) return respond_error(parallel.failure());
   auto workload = read_training_workload(request, c.model.spec, false, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
+  if (auto e = check_training_size(c.model.spec, workload.value().micro_batch,
+                                   workload.value().seq_len, false)) {
+    return respond_error(*e);
+  }
   auto model = prepare_llmem(c.model.spec);
   if (!model.ok()) return respond_error(model.failure());
   auto fixed = llmem_fixed_terms(c.model.spec, model.value(), c.cluster, parallel.value(),

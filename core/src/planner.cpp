@@ -174,8 +174,10 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
       continue;
     }
     c.parallel = fixed.value().parallel;
-    c.max_micro_batch = llmem_max_batch(model.value(), fixed.value(), cluster, options.seq_len,
-                                        options.max_micro_batch);
+    // (Searched only as far as its byte counts stay exact.)
+    c.max_micro_batch = llmem_max_batch(
+        model.value(), fixed.value(), cluster, options.seq_len,
+        std::min(options.max_micro_batch, largest_sized_micro_batch(spec, options.seq_len, false)));
     c.fits = c.max_micro_batch > 0;
     const std::uint64_t batch = c.fits ? c.max_micro_batch : 1;
     c.at_max = llmem_estimate(model.value(), fixed.value(), cluster, batch, options.seq_len);

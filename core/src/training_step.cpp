@@ -978,9 +978,43 @@ model_spec litgpt_model(const model_spec& spec) {
   return out;
 }
 
+std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t seq_len,
+                                        bool quadratic_attention) {
+  const double layers = static_cast<double>(spec.layers.size());
+  const double width = static_cast<double>(
+      std::max({spec.hidden_size, spec.embedding_dim, spec.intermediate_size,
+                spec.num_heads * std::max(spec.head_dim, spec.v_head_dim),
+                spec.moe.expert_intermediate * (spec.moe.experts_per_token + 1) +
+                    spec.moe.shared_intermediate}));
+  double params = 0;
+  for (const auto& t : spec.tensors) params += static_cast<double>(t.numel());
+  // DoRA rebuilds each adapted weight's norms from a [in, in] identity.
+  const double fixed = 40 * params + 64 * width * width * layers;
+  const double s = static_cast<double>(seq_len);
+  double per_sequence = 64 * s * layers * width + 32 * s * static_cast<double>(spec.vocab_size);
+  if (quadratic_attention)
+    per_sequence += 16 * s * s * static_cast<double>(spec.num_heads) * layers;
+  const double limit = 9007199254740992.0;  // 2^53
+  if (fixed >= limit || per_sequence <= 0) return 0;
+  return static_cast<std::uint64_t>(std::min((limit - fixed) / per_sequence, 1e15));
+}
+
+std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
+                                         std::uint64_t seq_len, bool quadratic_attention) {
+  const std::uint64_t sized = largest_sized_micro_batch(spec, seq_len, quadratic_attention);
+  if (micro_batch <= sized) return std::nullopt;
+  return error{"request.too_large", "workload.micro_batch",
+               "[workload.micro_batch] at seq_len " + std::to_string(seq_len) +
+                   " this training step's tensors could exceed 2^53 bytes beyond micro-batch " +
+                   std::to_string(sized) + "; reduce micro_batch or seq_len"};
+}
+
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu) {
+  const bool quadratic =
+      config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
+  if (auto e = check_training_size(spec, config.micro_batch, config.seq_len, quadratic)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
     return estimate_training_step(litgpt_model(spec), config, gpu);
   if ((config.finetune == finetune_kind::llama_adapter_v1 ||

@@ -144,6 +144,25 @@ TEST_CASE("envelope errors") {
               "model.label");
 }
 
+TEST_CASE("sizes past 2^53 bytes are refused in both modes; plans search below them") {
+  const json workload = {{"micro_batch", 1048576}, {"seq_len", 16777216}};
+  for (const char* mode : {"detailed", "llmem"}) {
+    CAPTURE(mode);
+    const json r = call({{"command", "estimate"},
+                         {"mode", mode},
+                         {"model", "meta-llama/Llama-3.1-8B"},
+                         {"cluster", {{"gpu", "h100-sxm"}}},
+                         {"workload", workload}});
+    check_error(r, "request.too_large", "workload.micro_batch");
+  }
+  const json plan = call({{"command", "plan"},
+                          {"mode", "llmem"},
+                          {"model", "meta-llama/Llama-3.2-1B"},
+                          {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 2}}},
+                          {"workload", {{"seq_len", 16777216}}}});
+  REQUIRE(plan.at("ok") == true);
+}
+
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
   // 10,000 levels would overflow the stack when the request's values are copied.
   const std::string deep = std::string(10000, '[') + std::string(10000, ']');

@@ -1057,6 +1057,27 @@ TEST_CASE("Gemma 3's vision tower is loaded but text-only training gives it no g
   }
 }
 
+TEST_CASE("training steps whose byte counts could pass 2^53 are refused, not wrapped") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c;
+  c.seq_len = 1 << 24;
+  const std::uint64_t largest = largest_sized_micro_batch(spec.value(), c.seq_len, false);
+  REQUIRE(largest > 0);
+  c.micro_batch = largest;
+  c.optimizer_step = false;
+  auto at_limit = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(at_limit.ok());
+  CHECK(at_limit.value().peak.allocated < (1ULL << 53));
+  c.micro_batch = largest + 1;
+  auto beyond = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(!beyond.ok());
+  CHECK(beyond.failure().code == "request.too_large");
+  CHECK(beyond.failure().field == "workload.micro_batch");
+  // Eager attention's scores count too: fewer sequences fit the bound.
+  CHECK(largest_sized_micro_batch(spec.value(), c.seq_len, true) < largest);
+}
+
 TEST_CASE("Gemma 2's soft-capped attention: litgpt computes it by hand, keeping the tanh output") {
   const auto presets = test::read_presets();
   auto config = presets.at("google/gemma-2-9b").at("config");

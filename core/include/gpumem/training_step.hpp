@@ -189,6 +189,17 @@ struct training_estimate {
   std::vector<std::string> notes;
 };
 
+// The largest micro-batch of `seq_len`-token sequences whose training step stays below 2^53
+// bytes by a rough upper bound of every tensor (weights and states at 40 bytes a parameter, 64
+// bytes per token, layer and widest feature, 32 per logit, and with `quadratic_attention` 16
+// per attention score), so that no byte count wraps or loses exactness; 0 when not even one
+// sequence does.
+std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t seq_len,
+                                        bool quadratic_attention);
+// request.too_large beyond largest_sized_micro_batch.
+std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
+                                         std::uint64_t seq_len, bool quadratic_attention);
+
 // Fails with mode.unsupported_model for architectures the step model does not cover yet, and
 // with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width
 // or pp_degree exceeds the layers.
