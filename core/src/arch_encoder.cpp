@@ -136,6 +136,14 @@ void build_t5(config_reader& cfg, model_spec& spec) {
   const auto buckets = cfg.optional({"relative_attention_num_buckets"}, 32, max_positions);
   const std::string ff = cfg.text("feed_forward_proj", "relu");
   spec.gated_mlp = ff.rfind("gated-", 0) == 0;  // T5Config: "gated-gelu" -> wi_0, wi_1
+  // T5Config refuses anything but "{activation}" or "gated-{activation}".
+  const std::string act = spec.gated_mlp ? ff.substr(6) : ff;
+  if (act.empty() || act.find('-') != std::string::npos) {
+    cfg.fail("config.invalid_value", "feed_forward_proj",
+             "[" + cfg.field("feed_forward_proj") +
+                 "] must be an activation or 'gated-' and an activation (T5Config), got '" + ff +
+                 "'");
+  }
   spec.activation = spec.gated_mlp ? ff.substr(6) : ff;
   spec.norm = norm_kind::rms_norm;  // T5LayerNorm: scale only, no mean subtraction
   // T5Config defaults to tied embeddings, MT5Config to untied.

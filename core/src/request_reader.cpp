@@ -24,19 +24,28 @@ std::optional<error> check_object(const json& request, const char* key) {
   return std::nullopt;
 }
 
+std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
+                                  std::initializer_list<const char*> accepted);
+
 // Fields of a GPU preset, overridable in a request.
 void read_gpu_fields(config_reader& in, gpu_spec& gpu) {
   gpu.memory_bytes =
       in.optional({"memory_bytes"}, gpu.memory_bytes, 1ULL << 44, 1ULL << 28);  // 256 MiB..16 TiB
   gpu.fp16_dense_flops = in.number("fp16_dense_flops", gpu.fp16_dense_flops, 1e9, 1e17);
-  gpu.bf16_dense_flops = in.number("bf16_dense_flops", gpu.bf16_dense_flops, 0, 1e17);
+  gpu.bf16_dense_flops = in.number("bf16_dense_flops", gpu.bf16_dense_flops, 1e9, 1e17);
   gpu.memory_bandwidth_bytes_per_s =
       in.number("memory_bandwidth_bytes_per_s", gpu.memory_bandwidth_bytes_per_s, 1e9, 1e15);
   gpu.link_bandwidth_bytes_per_s =
       in.number("link_bandwidth_bytes_per_s", gpu.link_bandwidth_bytes_per_s, 1e8, 1e14);
   gpu.host_link_bandwidth_bytes_per_s =
       in.number("host_link_bandwidth_bytes_per_s", gpu.host_link_bandwidth_bytes_per_s, 1e8, 1e14);
-  gpu.architecture = in.text("architecture", gpu.architecture);
+  // The generations whose CUDA context and cuBLAS workspace are known (hardware.cpp).
+  if (in.has("architecture")) {
+    gpu.architecture = choose(in, "architecture", "",
+                              {"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2",
+                               "cdna3", "unknown"})
+                           .value_or(gpu.architecture);
+  }
   gpu.name = in.text("name", gpu.name);
 }
 
@@ -586,6 +595,11 @@ result<training_config> read_detailed_workload(const json& request, const model_
       config_reader lora_in(lora, "workload.lora", "request");
       out.lora_rank = lora_in.optional({"r"}, 8, 65536);
       out.lora_targets = lora_in.text_list("targets");
+      if (lora.contains("targets") && out.lora_targets.empty()) {
+        return error{"request.invalid_value", "workload.lora.targets",
+                     "[workload.lora.targets] must name at least one module (or all-linear); "
+                     "leave it out for q_proj and v_proj"};
+      }
       if (out.lora_targets.empty())
         out.lora_targets = {"q_proj", "v_proj"};  // PEFT's Llama default
       if (auto problem = lora_in.problem("")) return *problem;

@@ -999,6 +999,37 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
   return static_cast<std::uint64_t>(std::min((limit - fixed) / per_sequence, 1e15));
 }
 
+// Every LoRA target must name a linear module of the model (PEFT raises "Target modules ... not
+// found in the base model"); a typo would otherwise train nothing.
+std::optional<error> check_lora_targets(const model_spec& spec, const training_config& config) {
+  if (config.finetune != finetune_kind::lora) return std::nullopt;
+  std::vector<std::string> modules;
+  for (const auto& t : spec.tensors) {
+    if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d) ||
+        t.role == tensor_role::vision)
+      continue;
+    const std::string module = module_of(t.name);
+    if (std::find(modules.begin(), modules.end(), module) == modules.end())
+      modules.push_back(module);
+  }
+  for (const auto& target : config.lora_targets) {
+    // (A tied LM head is still an nn.Linear module, sharing the embedding's weight.)
+    if (target == "all-linear" || (target == "lm_head" && spec.tied_embeddings)) continue;
+    training_config one = config;
+    one.lora_targets = {target};
+    bool found = false;
+    for (const auto& t : spec.tensors) found = found || lora_target(one, t);
+    if (found) continue;
+    std::string names;
+    for (const auto& m : modules) names += (names.empty() ? "" : ", ") + m;
+    return error{"request.invalid_value", "workload.lora.targets",
+                 "[workload.lora.targets] '" + target +
+                     "' names no linear module of this model; its linear modules: " + names +
+                     " (or all-linear)"};
+  }
+  return std::nullopt;
+}
+
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
                                          std::uint64_t seq_len, bool quadratic_attention) {
   const std::uint64_t sized = largest_sized_micro_batch(spec, seq_len, quadratic_attention);
@@ -1015,6 +1046,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const bool quadratic =
       config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
   if (auto e = check_training_size(spec, config.micro_batch, config.seq_len, quadratic)) return *e;
+  if (auto e = check_lora_targets(spec, config)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
     return estimate_training_step(litgpt_model(spec), config, gpu);
   if ((config.finetune == finetune_kind::llama_adapter_v1 ||

@@ -542,6 +542,10 @@ memory_report validate_memory(const json& points) {
       out.note = why;
       report.points.push_back(out);
     };
+    if (!(out.measured_gib > 0)) {
+      skip("measured_gib must be a positive figure");
+      continue;
+    }
     const bool inference = out.phase == "inference";
     training_config config;
     inference_config serving;

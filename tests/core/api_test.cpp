@@ -163,6 +163,27 @@ TEST_CASE("sizes past 2^53 bytes are refused in both modes; plans search below t
   REQUIRE(plan.at("ok") == true);
 }
 
+TEST_CASE("an empty LoRA target list, an unknown GPU generation and a 0 FLOP/s GPU are refused") {
+  const auto estimate = [](const json& cluster, const json& workload) {
+    return call({{"command", "estimate"},
+                 {"model", "meta-llama/Llama-3.2-1B"},
+                 {"cluster", cluster},
+                 {"workload", workload}});
+  };
+  const json h100 = {{"gpu", "h100-sxm"}};
+  const json one = {{"micro_batch", 1}};
+  json lora = {{"micro_batch", 1}, {"finetune", "lora"}, {"lora", {{"targets", json::array()}}}};
+  check_error(estimate(h100, lora), "request.invalid_value", "workload.lora.targets");
+  lora["lora"]["targets"] = {"qproj"};
+  check_error(estimate(h100, lora), "request.invalid_value", "workload.lora.targets");
+  check_error(estimate({{"gpu", {{"preset", "h100-sxm"}, {"architecture", "hoper"}}}}, one),
+              "request.invalid_value", "cluster.gpu.architecture");
+  check_error(estimate({{"gpu", {{"preset", "h100-sxm"}, {"bf16_dense_flops", 1e-300}}}}, one),
+              "request.invalid_value", "cluster.gpu.bf16_dense_flops");
+  CHECK(estimate({{"gpu", {{"preset", "h100-sxm"}, {"architecture", "ampere"}}}}, one).at("ok") ==
+        true);
+}
+
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
   // 10,000 levels would overflow the stack when the request's values are copied.
   const std::string deep = std::string(10000, '[') + std::string(10000, ']');

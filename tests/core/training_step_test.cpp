@@ -167,11 +167,17 @@ TEST_CASE(
   auto wide = estimate_training_step(dense.value(), c, gpu_spec{});
   REQUIRE(routed.ok());
   REQUIRE(wide.ok());
-  // LoRA names reach no router (a bare parameter in transformers 5) and no fused expert.
+  // LoRA names reach no router (a bare parameter in transformers 5) and no fused expert: as
+  // PEFT does, targets that name no linear module are refused.
   c.lora_targets = {"gate_proj", "up_proj"};
   auto none = estimate_training_step(moe.value(), c, gpu_spec{});
-  REQUIRE(none.ok());
-  CHECK(none.value().trainable_params == 0);
+  REQUIRE(!none.ok());
+  CHECK(none.failure().field == "workload.lora.targets");
+  c.lora_targets = {"q_proj", "v_prj"};  // a typo trains nothing: refused too
+  CHECK(estimate_training_step(moe.value(), c, gpu_spec{}).failure().message.find("v_prj") !=
+        std::string::npos);
+  c.lora_targets = {"lm_head"};  // Mixtral's untied head
+  CHECK(estimate_training_step(moe.value(), c, gpu_spec{}).ok());
   c.lora_targets = {"q_proj", "v_proj"};
   // Per block, the router's bf16 logits and fp32 softmax over 8 experts for 2,048 tokens, and
   // each of the 2 experts' bf16 outputs a token gets, kept for the routing weight's gradient.

@@ -107,6 +107,14 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
   negative["parallel"]["dp"] = -2;
   CHECK(validate_memory(nlohmann::json::array({negative})).points.at(0).note ==
         "parallel.dp must be an integer in 1..65536");
+  // A measured figure of 0 or less cannot be an error's denominator.
+  for (const double measured : {0.0, -1.0}) {
+    nlohmann::json p = base;
+    p["measured_gib"] = measured;
+    const auto report = validate_memory(nlohmann::json::array({p}));
+    CHECK_FALSE(report.points.at(0).scored);
+    CHECK(report.points.at(0).note == "measured_gib must be a positive figure");
+  }
 }
 
 TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
