@@ -138,9 +138,10 @@ bool model_reference(const std::string& value, ordered_json& model, std::string&
     model = value;
     return true;
   }
-  if (gpumem::json_nesting_depth(text) > gpumem::max_json_depth) {
+  // (The request wraps it in two more levels: {"model": {"config": ...}}.)
+  if (gpumem::json_nesting_depth(text) > gpumem::max_json_depth - 2) {
     problem = value + " nests arrays and objects deeper than " +
-              std::to_string(gpumem::max_json_depth) + " levels";
+              std::to_string(gpumem::max_json_depth - 2) + " levels";
     return false;
   }
   json config = json::parse(text, nullptr, false);
@@ -528,9 +529,10 @@ int validate_command(const arguments& args) {
   if (it == args.options.end()) return fail("validate needs a file: gpumem validate FILE.json");
   std::string text;
   if (!read_text(it->second, text)) return fail("cannot read " + it->second);
-  if (gpumem::json_nesting_depth(text) > gpumem::max_json_depth)
+  // (The request wraps it in one more level: {"points": ...}.)
+  if (gpumem::json_nesting_depth(text) > gpumem::max_json_depth - 1)
     return fail(it->second + " nests arrays and objects deeper than " +
-                std::to_string(gpumem::max_json_depth) + " levels");
+                std::to_string(gpumem::max_json_depth - 1) + " levels");
   json points = json::parse(text, nullptr, false);
   if (points.is_discarded()) return fail(it->second + " is not valid JSON");
   ordered_json r;

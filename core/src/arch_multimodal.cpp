@@ -108,8 +108,9 @@ result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string&
   spec.model_type = "gemma3";
   spec.architecture = "Gemma3ForConditionalGeneration";
   spec.warnings.push_back("the vision tower and projector (" + std::to_string(vision_params) +
-                          " parameters) are loaded, but text-only training and serving never run "
-                          "them: no activations, gradients or optimizer states for them");
+                          " parameters) are loaded; text-only batches never run them (no "
+                          "activations; gradients and optimizer states only where DDP, ZeRO or "
+                          "Gemini make them)");
   return spec;
 }
 

@@ -32,7 +32,12 @@ void read_gpu_fields(config_reader& in, gpu_spec& gpu) {
   gpu.memory_bytes =
       in.optional({"memory_bytes"}, gpu.memory_bytes, 1ULL << 44, 1ULL << 28);  // 256 MiB..16 TiB
   gpu.fp16_dense_flops = in.number("fp16_dense_flops", gpu.fp16_dense_flops, 1e9, 1e17);
-  gpu.bf16_dense_flops = in.number("bf16_dense_flops", gpu.bf16_dense_flops, 1e9, 1e17);
+  // 0: no bf16 tensor cores (Volta, Turing), where the fp16 figure is used.
+  if (in.has("bf16_dense_flops") && in.number("bf16_dense_flops", 1, 0, 1e17) == 0) {
+    gpu.bf16_dense_flops = 0;
+  } else {
+    gpu.bf16_dense_flops = in.number("bf16_dense_flops", gpu.bf16_dense_flops, 1e9, 1e17);
+  }
   gpu.memory_bandwidth_bytes_per_s =
       in.number("memory_bandwidth_bytes_per_s", gpu.memory_bandwidth_bytes_per_s, 1e9, 1e15);
   gpu.link_bandwidth_bytes_per_s =
@@ -594,7 +599,12 @@ result<training_config> read_detailed_workload(const json& request, const model_
       if (auto e = unknown_keys(lora, "workload.lora", {"r", "alpha", "targets"})) return *e;
       config_reader lora_in(lora, "workload.lora", "request");
       out.lora_rank = lora_in.optional({"r"}, 8, 65536);
-      out.lora_targets = lora_in.text_list("targets");
+      // PEFT takes "all-linear" as a string or a list.
+      const bool all_linear =
+          lora.is_object() && lora.contains("targets") && lora.at("targets") == "all-linear";
+      out.lora_targets =
+          all_linear ? std::vector<std::string>{"all-linear"} : lora_in.text_list("targets");
+      if (auto problem = lora_in.problem("")) return *problem;
       if (lora.contains("targets") && out.lora_targets.empty()) {
         return error{"request.invalid_value", "workload.lora.targets",
                      "[workload.lora.targets] must name at least one module (or all-linear); "
@@ -602,7 +612,6 @@ result<training_config> read_detailed_workload(const json& request, const model_
       }
       if (out.lora_targets.empty())
         out.lora_targets = {"q_proj", "v_proj"};  // PEFT's Llama default
-      if (auto problem = lora_in.problem("")) return *problem;
     } else if (workload.contains("lora")) {
       return error{"request.invalid_value", "workload.lora",
                    "[workload.lora] applies to finetune lora or dora"};

@@ -137,16 +137,24 @@ bool names_role(const std::string& target, const tensor_spec& t, const std::stri
 }
 
 bool lora_target(const training_config& config, const tensor_spec& t) {
-  if (config.finetune != finetune_kind::lora || t.role == tensor_role::vision) return false;
+  // (transformers 5's MoE router is a bare parameter, not an nn.Linear)
+  if (config.finetune != finetune_kind::lora || t.role == tensor_role::router) return false;
   if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
     return false;
   const std::string module = module_of(t.name);
   for (const auto& target : config.lora_targets) {
-    // (transformers 5's MoE router is a bare parameter, not an nn.Linear)
-    if (target == "all-linear" && t.layer >= 0 && t.role != tensor_role::router) return true;
+    // PEFT's all-linear: every nn.Linear but the output layer, a vision tower's included.
+    if (target == "all-linear" && t.role != tensor_role::lm_head) return true;
     if (target == module || names_role(target, t, module)) return true;
   }
   return false;
+}
+
+// A tied LM head is still an nn.Linear module (sharing the embedding's weight) that PEFT adapts.
+bool tied_head_target(const model_spec& spec, const training_config& config) {
+  return config.finetune == finetune_kind::lora && spec.tied_embeddings &&
+         std::find(config.lora_targets.begin(), config.lora_targets.end(), "lm_head") !=
+             config.lora_targets.end();
 }
 
 // The input a linear keeps for its weight gradient (autograd saves what the backward of the
@@ -999,41 +1007,46 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
   return static_cast<std::uint64_t>(std::min((limit - fixed) / per_sequence, 1e15));
 }
 
-// Every LoRA target must name a linear module of the model (PEFT raises "Target modules ... not
-// found in the base model"); a typo would otherwise train nothing.
-std::optional<error> check_lora_targets(const model_spec& spec, const training_config& config) {
+std::optional<error> check_lora_targets(const model_spec& spec, const training_config& config,
+                                        std::vector<std::string>& unmatched) {
   if (config.finetune != finetune_kind::lora) return std::nullopt;
   std::vector<std::string> modules;
   for (const auto& t : spec.tensors) {
     if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d) ||
-        t.role == tensor_role::vision)
+        t.role == tensor_role::router)
       continue;
     const std::string module = module_of(t.name);
     if (std::find(modules.begin(), modules.end(), module) == modules.end())
       modules.push_back(module);
   }
+  bool any = false;
   for (const auto& target : config.lora_targets) {
-    // (A tied LM head is still an nn.Linear module, sharing the embedding's weight.)
-    if (target == "all-linear" || (target == "lm_head" && spec.tied_embeddings)) continue;
     training_config one = config;
     one.lora_targets = {target};
-    bool found = false;
+    bool found = target == "all-linear" || tied_head_target(spec, one);
     for (const auto& t : spec.tensors) found = found || lora_target(one, t);
-    if (found) continue;
-    std::string names;
-    for (const auto& m : modules) names += (names.empty() ? "" : ", ") + m;
-    return error{"request.invalid_value", "workload.lora.targets",
-                 "[workload.lora.targets] '" + target +
-                     "' names no linear module of this model; its linear modules: " + names +
-                     " (or all-linear)"};
+    any = any || found;
+    if (!found) unmatched.push_back(target);
   }
-  return std::nullopt;
+  if (any) return std::nullopt;
+  // PEFT raises "Target modules ... not found in the base model" when none matches.
+  std::string names;
+  for (const auto& m : modules) names += (names.empty() ? "" : ", ") + m;
+  return error{"request.invalid_value", "workload.lora.targets",
+               "[workload.lora.targets] no target names a linear module of this model; its linear "
+               "modules: " +
+                   names + " (or all-linear)"};
 }
 
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
                                          std::uint64_t seq_len, bool quadratic_attention) {
   const std::uint64_t sized = largest_sized_micro_batch(spec, seq_len, quadratic_attention);
   if (micro_batch <= sized) return std::nullopt;
+  if (sized == 0) {
+    return error{"request.too_large", "workload.seq_len",
+                 "[workload.seq_len] one sequence of " + std::to_string(seq_len) +
+                     " tokens could take more than 2^53 bytes of training tensors; reduce seq_len"};
+  }
   return error{"request.too_large", "workload.micro_batch",
                "[workload.micro_batch] at seq_len " + std::to_string(seq_len) +
                    " this training step's tensors could exceed 2^53 bytes beyond micro-batch " +
@@ -1046,7 +1059,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const bool quadratic =
       config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
   if (auto e = check_training_size(spec, config.micro_batch, config.seq_len, quadratic)) return *e;
-  if (auto e = check_lora_targets(spec, config)) return *e;
+  std::vector<std::string> unmatched_targets;
+  if (auto e = check_lora_targets(spec, config, unmatched_targets)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
     return estimate_training_step(litgpt_model(spec), config, gpu);
   if ((config.finetune == finetune_kind::llama_adapter_v1 ||
@@ -1140,6 +1154,14 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const auto dp = config.sharding;
   const std::uint64_t n = std::max<std::uint64_t>(config.dp_degree, 1);
   const bool params_sharded = shards_parameters(dp);
+  // A vision tower that text-only batches never run gets no gradient on one GPU or under FSDP
+  // (its units never run), so AdamW makes no states for it (torch.optim skips a None grad); DDP
+  // zero-fills unused parameters' gradients (find_unused_parameters, which the unused tower
+  // needs), and DeepSpeed ZeRO and Gemini flatten every parameter that requires grad into their
+  // fp32 groups and states.
+  const bool idle_tower_steps = dp == data_parallel::ddp || dp == data_parallel::zero1 ||
+                                dp == data_parallel::zero2 || dp == data_parallel::zero3 ||
+                                dp == data_parallel::gemini;
   const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
   // PEFT's prepare_model_for_kbit_training, which the transformers QLoRA recipes run on an
   // unsharded 4-bit model (TRL SFTTrainer, the QLoRA paper's qlora.py; FSDP / ZeRO-3 QLoRA skip
@@ -1187,6 +1209,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   ctx.autocast_copies = ctx.amp && ctx.full && full_bytes == 4 && !params_sharded;
 
   training_estimate out;
+  for (const auto& target : unmatched_targets)
+    out.notes.push_back("LoRA target '" + target +
+                        "' names no linear module of this model; PEFT skips it");
   memory_timeline tl;
   // What the allocator's segments may take of the device (CUDA context and libraries aside).
   const std::uint64_t context =
@@ -1235,25 +1260,38 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                         params_sharded),
                   cat::weights);
     }
-    // A vision tower that text-only batches never run gets no gradient, so neither states.
-    if (ctx.full && t.role != tensor_role::vision)
+    if (ctx.full && (t.role != tensor_role::vision || idle_tower_steps))
       params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
   }
+  // The linears LoRA adapts: the targets, and a tied LM head named lm_head (the embedding's
+  // weight, on the last stage).
+  std::vector<tensor_spec> adapted;
   for (const auto& t : spec.tensors) {
-    if (!lora_target(config, t) || !on_stage(t)) continue;
+    if (lora_target(config, t) && on_stage(t)) adapted.push_back(t);
+  }
+  if (tied_head_target(spec, config) && last_stage) {
+    tensor_spec head;
+    head.name = "lm_head.weight";
+    head.role = tensor_role::lm_head;
+    head.module = module_kind::linear;
+    head.shape = {spec.vocab_size, spec.embedding_dim};
+    adapted.push_back(head);
+  }
+  for (const auto& t : adapted) {
     // A [r, in] and B [out, r], split with their layer's split dimension.
     const std::uint64_t in_features = local_in(t, tp);
     const std::uint64_t out_features = local_out(t, tp);
+    const bool steps = t.role != tensor_role::vision || idle_tower_steps;
     for (std::uint64_t cols : {in_features, config.lora_rank}) {
       const std::uint64_t numel =
           cols == config.lora_rank ? out_features * cols : config.lora_rank * cols;
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
-      params.push_back({numel, ctx.adapter_bytes, t.layer, cols, true});
+      if (steps) params.push_back({numel, ctx.adapter_bytes, t.layer, cols, true});
     }
     if (config.dora) {
       // DoRA's magnitude: one trainable value per output feature (PEFT lora_magnitude_vector).
       tl.allocate(out_features * ctx.adapter_bytes, cat::adapters);
-      params.push_back({out_features, ctx.adapter_bytes, t.layer, out_features, false});
+      if (steps) params.push_back({out_features, ctx.adapter_bytes, t.layer, out_features, false});
     }
   }
   const bool llama_adapter = config.finetune == finetune_kind::llama_adapter_v1 ||

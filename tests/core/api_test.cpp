@@ -2,7 +2,9 @@
 
 #include <doctest/doctest.h>
 
+#include "gpumem/config_parser.hpp"
 #include "gpumem/json_api.hpp"
+#include "gpumem/training_step.hpp"
 #include "test_files.hpp"
 
 namespace gpumem {
@@ -182,6 +184,30 @@ TEST_CASE("an empty LoRA target list, an unknown GPU generation and a 0 FLOP/s G
               "request.invalid_value", "cluster.gpu.bf16_dense_flops");
   CHECK(estimate({{"gpu", {{"preset", "h100-sxm"}, {"architecture", "ampere"}}}}, one).at("ok") ==
         true);
+  // 0 states a GPU without bf16 tensor cores.
+  CHECK(estimate({{"gpu", {{"preset", "h100-sxm"}, {"bf16_dense_flops", 0}}}}, one).at("ok") ==
+        true);
+  // PEFT's string form of all-linear.
+  lora["lora"]["targets"] = "all-linear";
+  CHECK(estimate(h100, lora).at("ok") == true);
+  // A plan answers a target error as the estimate does, not as "nothing fits".
+  lora["lora"]["targets"] = {"qproj"};
+  check_error(call({{"command", "plan"},
+                    {"model", "meta-llama/Llama-3.2-1B"},
+                    {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 2}}},
+                    {"workload", lora}}),
+              "request.invalid_value", "workload.lora.targets");
+  // A tied LM head named lm_head is adapted: A [8, 768] and B [50257, 8] on GPT-2.
+  const json gpt2 = call({{"command", "estimate"},
+                          {"model", "gpt2"},
+                          {"cluster", h100},
+                          {"workload",
+                           {{"micro_batch", 1},
+                            {"seq_len", 128},
+                            {"finetune", "lora"},
+                            {"lora", {{"r", 8}, {"targets", {"lm_head"}}}}}}});
+  REQUIRE(gpt2.at("ok") == true);
+  CHECK(gpt2.at("result").at("trainable_params") == 8 * (768 + 50257));
 }
 
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {

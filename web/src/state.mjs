@@ -107,7 +107,9 @@ function trainingWorkload(state, plan) {
   }
   w.finetune = state.ft === 'qlora' ? 'lora' : state.ft;
   if (state.ft !== 'full') {
-    w.lora = { r: number(state.r), targets: state.targets.split(',').map((t) => t.trim()).filter(Boolean) };
+    const targets = state.targets.split(',').map((t) => t.trim()).filter(Boolean);
+    // An empty box means the default targets (q_proj, v_proj): the field is left out.
+    w.lora = targets.length ? { r: number(state.r), targets } : { r: number(state.r) };
   }
   if (state.ft === 'qlora') w.weights = 'nf4';
   w.compute = state.precision;
@@ -176,7 +178,8 @@ export function cliFor(request) {
     if (w[field] !== undefined) args.push(`--${flag}`, String(w[field]));
   }
   if (w.grad_ckpt) args.push('--grad-ckpt');
-  if (w.lora) args.push('--lora-r', String(w.lora.r), '--lora-targets', w.lora.targets.join(','));
+  if (w.lora) args.push('--lora-r', String(w.lora.r));
+  if (w.lora && w.lora.targets) args.push('--lora-targets', w.lora.targets.join(','));
   if (w.kv_cache?.kind) args.push('--kv-cache', w.kv_cache.kind);
   if (w.kv_cache?.dtype) args.push('--kv-dtype', w.kv_cache.dtype);
   for (const [state, target] of Object.entries(request.parallel?.offload ?? {})) args.push(`--offload-${state}`, target);

@@ -43,7 +43,9 @@ struct inference_config {
   std::uint64_t prompt_tokens = 512;
   std::uint64_t new_tokens = 1;  // 1: prefill and the first token only
   kv_cache_kind kv = kv_cache_kind::dynamic;
-  std::uint64_t kv_cache_tokens = 0;  // static: tokens preallocated per sequence (0: prompt + new)
+  std::uint64_t kv_cache_tokens =
+      0;  // static: tokens preallocated per sequence (0: what the framework allocates: prompt + new
+          // - 1 under transformers, prompt + new else)
   // paged (vLLM): tokens per block, the share of the GPU vLLM reserves, and the tokens of its
   // profiling forward pass (max_num_batched_tokens). Defaults: block_size 16
   // (vllm/platforms/cuda.py), gpu_memory_utilization 0.9, max_num_batched_tokens 8192 and
