@@ -1025,6 +1025,29 @@ TEST_CASE("Qwen3's q_norm and k_norm keep each head's fp32 input and an inverse 
         doctest::Approx(4 * (qk_norms + post_norms)).epsilon(0.01));
 }
 
+TEST_CASE("unsloth keeps Qwen3's q/k norms as its RMSNorm kernel does: 16-bit input, fp32 rows") {
+  const auto qwen3 = parse_model_config(small_decoder("qwen3"), {}, "c");
+  const auto llama = parse_model_config(small_decoder("llama"), {}, "c");
+  REQUIRE(qwen3.ok());
+  REQUIRE(llama.ok());
+  training_config c;
+  c.finetune = finetune_kind::lora;
+  c.lora_targets = {"all-linear"};
+  c.framework = framework_profile::unsloth;
+  c.seq_len = 8192;
+  c.optimizer_step = false;
+  auto with_norms = estimate_training_step(qwen3.value(), c, gpu_spec{});
+  auto without = estimate_training_step(llama.value(), c, gpu_spec{});
+  REQUIRE(with_norms.ok());
+  REQUIRE(without.ok());
+  // Per block and token: bf16 q (2048) and k (512) and an fp32 inverse RMS for each of 20 heads
+  // (1 % for where the backward's peak falls, which moves the cuBLAS workspace and a gradient).
+  const double per_block = 8192.0 * (2 * (2048 + 512) + 4 * 20);
+  CHECK(at_peak(with_norms.value(), memory_category::activations) -
+            at_peak(without.value(), memory_category::activations) ==
+        doctest::Approx(4 * per_block).epsilon(0.01));
+}
+
 TEST_CASE("Gemma 3's vision tower is loaded but text-only training gives it no gradient") {
   const auto multimodal =
       parse_model_config(test::read_json("tests/configs/gemma-3-4b.json"), {}, "c");
