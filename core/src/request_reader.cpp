@@ -711,7 +711,7 @@ result<inference_request> read_inference_request(const json& request, const mode
   const auto kind = choose(kv_in, "kind", default_kind, {"dynamic", "static", "paged"});
   const auto dtype = choose(kv_in, "dtype", *compute == "fp32" ? "fp32" : "bf16",
                             {"fp32", "fp16", "bf16", "fp8", "int8"});
-  c.kv_cache_tokens = kv_in.optional({"tokens"}, 0, max_positions, 0);
+  c.kv_cache_tokens = kv_in.optional({"tokens"}, 0, max_positions);  // absent: the default
   c.block_size = kv_in.optional({"block_size"}, c.block_size, 1024);
   c.gpu_memory_utilization =
       kv_in.number("gpu_memory_utilization", c.gpu_memory_utilization, 0.01, 1.0);

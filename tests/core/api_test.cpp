@@ -77,6 +77,8 @@ TEST_CASE("a static cache holds the prompt and all but the last new token") {
   const json refused = with_cache(1150);
   CHECK(refused.at("ok") == false);
   CHECK(refused.at("error").at("field") == "workload.kv_cache.tokens");
+  // 0 is not a length (leave the field out for the default).
+  CHECK(with_cache(0).at("error").at("field") == "workload.kv_cache.tokens");
 }
 
 TEST_CASE("params accepts {preset} and {config} forms alike") {
