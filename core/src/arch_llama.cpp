@@ -22,9 +22,10 @@ struct variant {
   bool qkv_bias = false;  // Qwen2 / Qwen2-MoE hard-code bias on q, k, v
   bool o_bias = false;
   bool mlp_bias = false;
-  bool fused = false;           // Phi-3: o_proj, qkv_proj; gate_up_proj, down_proj
-  bool sandwich_norms = false;  // Gemma 2 and 3: pre/post feed-forward norms
-  bool qk_norm = false;         // Qwen3, Gemma 3: q_norm and k_norm over each head
+  bool fused = false;            // Phi-3: o_proj, qkv_proj; gate_up_proj, down_proj
+  bool sandwich_norms = false;   // Gemma 2 and 3: pre/post feed-forward norms
+  bool qk_norm = false;          // Qwen3, Gemma 3: q_norm and k_norm over each head
+  bool post_norms_only = false;  // OLMo 2: norms after attention and MLP, none before
   bool tie_default = false;
   enum class moe_layout { none, mixtral, qwen2, deepseek } moe = moe_layout::none;
   const char* architecture = "LlamaForCausalLM";
@@ -33,12 +34,12 @@ struct variant {
 // The transformers causal-LM class of each member.
 const char* class_for(const std::string& type) {
   static const std::pair<const char*, const char*> classes[] = {
-      {"mistral", "MistralForCausalLM"},   {"mixtral", "MixtralForCausalLM"},
-      {"qwen2", "Qwen2ForCausalLM"},       {"qwen2_moe", "Qwen2MoeForCausalLM"},
-      {"gemma", "GemmaForCausalLM"},       {"gemma2", "Gemma2ForCausalLM"},
-      {"phi3", "Phi3ForCausalLM"},         {"deepseek_v3", "DeepseekV3ForCausalLM"},
-      {"qwen3", "Qwen3ForCausalLM"},       {"qwen3_moe", "Qwen3MoeForCausalLM"},
-      {"gemma3_text", "Gemma3ForCausalLM"}};
+      {"mistral", "MistralForCausalLM"},    {"mixtral", "MixtralForCausalLM"},
+      {"qwen2", "Qwen2ForCausalLM"},        {"qwen2_moe", "Qwen2MoeForCausalLM"},
+      {"gemma", "GemmaForCausalLM"},        {"gemma2", "Gemma2ForCausalLM"},
+      {"phi3", "Phi3ForCausalLM"},          {"deepseek_v3", "DeepseekV3ForCausalLM"},
+      {"qwen3", "Qwen3ForCausalLM"},        {"qwen3_moe", "Qwen3MoeForCausalLM"},
+      {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"}};
   for (const auto& [name, cls] : classes) {
     if (type == name) return cls;
   }
@@ -56,7 +57,8 @@ variant variant_for(const std::string& type, config_reader& cfg) {
   v.mlp_bias = cfg.flag("mlp_bias", false);
   v.fused = type == "phi3";
   v.sandwich_norms = type == "gemma2" || type == "gemma3_text";
-  v.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text";
+  v.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text" || type == "olmo2";
+  v.post_norms_only = type == "olmo2";
   // GemmaConfig (and Gemma 2's and 3's) defaults to tied embeddings.
   v.tie_default = type == "gemma" || type == "gemma2" || type == "gemma3_text";
   if (type == "mixtral") v.moe = variant::moe_layout::mixtral;
@@ -151,8 +153,9 @@ void attention_block(tensor_builder& add, const model_spec& spec, const variant&
     add.linear("self_attn.v_proj", h, kv, v.qkv_bias, attn);
     add.linear("self_attn.o_proj", q, h, v.o_bias, attn);
     if (v.qk_norm) {
-      add.rms_norm("self_attn.q_norm", spec.head_dim);
-      add.rms_norm("self_attn.k_norm", spec.head_dim);
+      // OLMo 2 normalises all heads together (Olmo2Attention: RMSNorm(heads x head_dim)).
+      add.rms_norm("self_attn.q_norm", v.post_norms_only ? q : spec.head_dim);
+      add.rms_norm("self_attn.k_norm", v.post_norms_only ? kv : spec.head_dim);
     }
   }
 }
@@ -224,9 +227,11 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.eager_softmax_fp32 = true;  // modeling_llama.py eager_attention_forward
   const bool gemma =
       spec.model_type == "gemma" || spec.model_type == "gemma2" || spec.model_type == "gemma3_text";
-  spec.norm_keeps_input_dtype = gemma;
-  spec.post_norms = v.sandwich_norms;
+  spec.norm_keeps_input_dtype = gemma || spec.model_type == "olmo2";  // Olmo2RMSNorm too
+  spec.post_norms = v.sandwich_norms || v.post_norms_only;
+  spec.pre_norms = !v.post_norms_only;
   spec.qk_norm = v.qk_norm;
+  spec.qk_norm_per_head = !v.post_norms_only;
   // Gemma2Config defaults attn_logit_softcapping to 50.0; an explicit null switches it off.
   if (spec.model_type == "gemma2" && !cfg.present("attn_logit_softcapping"))
     spec.attention_softcap = 50.0;
@@ -278,8 +283,9 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
     add.scope("model.layers." + std::to_string(layer.index) + ".", layer.index);
     attention_block(add, spec, v);
     mlp_block(add, spec, layer, v);
-    add.rms_norm("input_layernorm", spec.hidden_size);
+    if (!v.post_norms_only) add.rms_norm("input_layernorm", spec.hidden_size);
     add.rms_norm("post_attention_layernorm", spec.hidden_size);
+    if (v.post_norms_only) add.rms_norm("post_feedforward_layernorm", spec.hidden_size);
     if (v.sandwich_norms) {
       add.rms_norm("pre_feedforward_layernorm", spec.hidden_size);
       add.rms_norm("post_feedforward_layernorm", spec.hidden_size);

@@ -41,7 +41,8 @@ constexpr family families[] = {
     {"qwen3_moe", build_llama_like},
     {"gemma3_text", build_llama_like},
     {"gemma3", nullptr},  // text_config and vision_config: parse_gemma3
-    {"bert", nullptr},    // needs the task head: build_bert
+    {"olmo2", build_llama_like},
+    {"bert", nullptr},  // needs the task head: build_bert
     {"t5", build_t5},
     {"mt5", build_t5},
 };

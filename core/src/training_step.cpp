@@ -411,10 +411,11 @@ block_memory block(const step_context& ctx, int layer_index) {
                      (softcap && ctx.config.framework == framework_profile::litgpt);
 
   // 1. The norm before attention; its output feeds the q/k/v projection(s).
+  // (OLMo 2 has none: the projections read the residual stream.)
   bool input_saved = false;
-  norm_saves(m, ctx, h, ctx.r, input_saved, th, 1);
+  if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, input_saved, th, 1);
   if (input_saved) m.saved.push_back(ctx.r * th * h);
-  const std::uint64_t y1_bytes = norm_output_bytes(ctx, ctx.r);
+  const std::uint64_t y1_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
   bool y1_shared = false;
   feed(linear_role::attention_in, y1_bytes, y1_shared);
   if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
@@ -424,9 +425,12 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
   // Qwen3's and Gemma 3's q_norm and k_norm take each head of the projections' outputs
   // (modeling_qwen3.py Qwen3Attention: q_norm(q_proj(x).view(..., head_dim)) before RoPE).
+  // OLMo 2's span all heads at once: one row a token.
   if (spec.qk_norm) {
     const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
-    for (const auto& [width, rows] : {std::pair{q, heads}, std::pair{kv, kv_heads}}) {
+    const std::uint64_t q_rows = spec.qk_norm_per_head ? heads : 1;
+    const std::uint64_t kv_rows = spec.qk_norm_per_head ? kv_heads : 1;
+    for (const auto& [width, rows] : {std::pair{q, q_rows}, std::pair{kv, kv_rows}}) {
       bool kept = false;
       norm_saves(m, ctx, width, c, kept, t, rows);
       if (kept) m.saved.push_back(c * t * width);
@@ -518,9 +522,9 @@ block_memory block(const step_context& ctx, int layer_index) {
   std::uint64_t mlp_in_bytes = y1_bytes;
   if (!spec.parallel_block) {
     bool mid_saved = false;
-    norm_saves(m, ctx, h, ctx.r, mid_saved, th, 1);
+    if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, mid_saved, th, 1);
     if (mid_saved) m.saved.push_back(ctx.r * th * h);
-    mlp_in_bytes = norm_output_bytes(ctx, ctx.r);
+    mlp_in_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
     bool y2_shared = false;
     feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
     if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
@@ -937,6 +941,7 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
       ++norms[static_cast<std::size_t>(t.layer)];
   }
   for (int n : norms) llama_style = llama_style && n == 2;
+  llama_style = llama_style && spec.pre_norms && (!spec.qk_norm || spec.qk_norm_per_head);
   llama_style = llama_style && spec.attention_softcap <= 0;
   if (!llama_style) {
     return error{"request.invalid_value", "model",

@@ -1025,6 +1025,38 @@ TEST_CASE("Qwen3's q_norm and k_norm keep each head's fp32 input and an inverse 
         doctest::Approx(4 * (qk_norms + post_norms)).epsilon(0.01));
 }
 
+TEST_CASE("OLMo 2: norms after attention and MLP only, q/k norms over all heads at once") {
+  const auto olmo2 = parse_model_config(small_decoder("olmo2"), {}, "c");
+  const auto llama = parse_model_config(small_decoder("llama"), {}, "c");
+  REQUIRE(olmo2.ok());
+  REQUIRE(llama.ok());
+  CHECK(olmo2.value().architecture == "Olmo2ForCausalLM");
+  CHECK_FALSE(olmo2.value().pre_norms);
+  // q_norm (16 x 128) and k_norm (4 x 128) a block; its two post-norms replace Llama's two.
+  CHECK(count_params(olmo2.value()).value().total - count_params(llama.value()).value().total ==
+        4 * (2048 + 512));
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.seq_len = 4096;
+  c.optimizer_step = false;
+  auto with_norms = estimate_training_step(olmo2.value(), c, gpu_spec{});
+  auto without = estimate_training_step(llama.value(), c, gpu_spec{});
+  REQUIRE(with_norms.ok());
+  REQUIRE(without.ok());
+  // The post-norms keep what Llama's pre-norms keep (fp32 copies of 16-bit inputs and an inverse
+  // RMS a token); the q/k norms add fp32 copies of q and k and one inverse RMS a token each (1 %
+  // for the caching allocator's block sizes).
+  const double per_block = 4096.0 * (4 * (2048 + 512) + 4 * 2);
+  CHECK(at_peak(with_norms.value(), memory_category::activations) -
+            at_peak(without.value(), memory_category::activations) ==
+        doctest::Approx(4 * per_block).epsilon(0.01));
+  // unsloth's fast path is Llama's block: refused.
+  training_config u = c;
+  u.framework = framework_profile::unsloth;
+  u.lora_targets = {"all-linear"};
+  CHECK(estimate_training_step(olmo2.value(), u, gpu_spec{}).failure().field == "model");
+}
+
 TEST_CASE("unsloth keeps Qwen3's q/k norms as its RMSNorm kernel does: 16-bit input, fp32 rows") {
   const auto qwen3 = parse_model_config(small_decoder("qwen3"), {}, "c");
   const auto llama = parse_model_config(small_decoder("llama"), {}, "c");

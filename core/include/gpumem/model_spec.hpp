@@ -117,11 +117,15 @@ struct model_spec {
   // The RMSNorm returns its input's dtype whatever its weight's (GemmaRMSNorm:
   // output.type_as(x)); Llama-style ones multiply by the weight in its dtype.
   bool norm_keeps_input_dtype = false;
-  // RMSNorms on the attention's and the MLP's outputs before the residual add (Gemma 2 and 3:
-  // post_attention_layernorm, post_feedforward_layernorm).
+  // RMSNorms on the attention's and the MLP's outputs before the residual add (Gemma 2 and 3,
+  // OLMo 2: post_attention_layernorm, post_feedforward_layernorm).
   bool post_norms = false;
-  // Per-head RMSNorms on the queries and keys before RoPE (Qwen3, Gemma 3: q_norm, k_norm).
+  // Norms before attention and before the MLP (all but OLMo 2, which normalises only after).
+  bool pre_norms = true;
+  // RMSNorms on the queries and keys before RoPE (Qwen3, Gemma 3, OLMo 2: q_norm, k_norm), over
+  // each head, or (OLMo 2) over all heads at once.
   bool qk_norm = false;
+  bool qk_norm_per_head = true;
   std::string activation;
   bool tied_embeddings = false;
   bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
