@@ -982,102 +982,83 @@ nlohmann::json small_decoder(const char* model_type) {
           {"head_dim", 128},          {"vocab_size", 1000},        {"tie_word_embeddings", true}};
 }
 
+model_spec small_model(const char* model_type) {
+  auto spec = parse_model_config(small_decoder(model_type), {}, "c");
+  REQUIRE(spec.ok());
+  return spec.value();
+}
+
+// Parameters and activations at the peak that the small decoder has as `model_type` beyond what
+// it has as `base`.
+std::int64_t extra_params(const char* model_type, const char* base) {
+  return static_cast<std::int64_t>(count_params(small_model(model_type)).value().total) -
+         static_cast<std::int64_t>(count_params(small_model(base)).value().total);
+}
+double extra_activations(const char* model_type, const char* base, const training_config& c) {
+  auto with = estimate_training_step(small_model(model_type), c, gpu_spec{});
+  auto without = estimate_training_step(small_model(base), c, gpu_spec{});
+  REQUIRE(with.ok());
+  REQUIRE(without.ok());
+  return at_peak(with.value(), memory_category::activations) -
+         at_peak(without.value(), memory_category::activations);
+}
+
 TEST_CASE("Qwen3's q_norm and k_norm keep each head's fp32 input and an inverse RMS per head") {
-  const auto qwen3 = parse_model_config(small_decoder("qwen3"), {}, "c");
-  const auto llama = parse_model_config(small_decoder("llama"), {}, "c");
-  REQUIRE(qwen3.ok());
-  REQUIRE(llama.ok());
-  CHECK(qwen3.value().architecture == "Qwen3ForCausalLM");
+  CHECK(small_model("qwen3").architecture == "Qwen3ForCausalLM");
   // Two head_dim norms a block: 4 x 2 x 128 parameters more than Llama.
-  CHECK(count_params(qwen3.value()).value().total - count_params(llama.value()).value().total ==
-        4 * 2 * 128);
+  CHECK(extra_params("qwen3", "llama") == 4 * 2 * 128);
   training_config c = lora_qv();
   c.compute = compute_precision::pure_bf16;
   c.seq_len = 512;
   c.optimizer_step = false;
-  auto with_norms = estimate_training_step(qwen3.value(), c, gpu_spec{});
-  auto without = estimate_training_step(llama.value(), c, gpu_spec{});
-  REQUIRE(with_norms.ok());
-  REQUIRE(without.ok());
   // Per block and token: fp32 copies of q (16 x 128) and k (4 x 128), an fp32 inverse RMS for
   // each of the 20 heads; the norms' weights are frozen under LoRA.
   const double per_block = 512.0 * (4 * (2048 + 512) + 4 * 20);
-  CHECK(at_peak(with_norms.value(), memory_category::activations) -
-            at_peak(without.value(), memory_category::activations) ==
-        doctest::Approx(4 * per_block).epsilon(1e-9));
+  CHECK(extra_activations("qwen3", "llama", c) == doctest::Approx(4 * per_block).epsilon(1e-9));
 
   // Gemma 3 over Gemma at 4,096 tokens: the same q/k norms and two post-norms over 16-bit
   // 1024-wide outputs (the caching allocator may hand out a block up to 1 MiB larger than asked
   // in either replay, hence the 1 % margin).
-  const auto gemma3 = parse_model_config(small_decoder("gemma3_text"), {}, "c");
-  const auto gemma = parse_model_config(small_decoder("gemma"), {}, "c");
-  REQUIRE(gemma3.ok());
-  REQUIRE(gemma.ok());
   c.seq_len = 4096;
-  auto sandwich = estimate_training_step(gemma3.value(), c, gpu_spec{});
-  auto plain = estimate_training_step(gemma.value(), c, gpu_spec{});
-  REQUIRE(sandwich.ok());
-  REQUIRE(plain.ok());
   const double qk_norms = 4096.0 * (4 * (2048 + 512) + 4 * 20);
   const double post_norms = 2 * 4096.0 * (4 * 1024 + 4);
-  CHECK(at_peak(sandwich.value(), memory_category::activations) -
-            at_peak(plain.value(), memory_category::activations) ==
+  CHECK(extra_activations("gemma3_text", "gemma", c) ==
         doctest::Approx(4 * (qk_norms + post_norms)).epsilon(0.01));
 }
 
 TEST_CASE("OLMo 2: norms after attention and MLP only, q/k norms over all heads at once") {
-  const auto olmo2 = parse_model_config(small_decoder("olmo2"), {}, "c");
-  const auto llama = parse_model_config(small_decoder("llama"), {}, "c");
-  REQUIRE(olmo2.ok());
-  REQUIRE(llama.ok());
-  CHECK(olmo2.value().architecture == "Olmo2ForCausalLM");
-  CHECK_FALSE(olmo2.value().pre_norms);
+  const model_spec olmo2 = small_model("olmo2");
+  CHECK(olmo2.architecture == "Olmo2ForCausalLM");
+  CHECK_FALSE(olmo2.pre_norms);
   // q_norm (16 x 128) and k_norm (4 x 128) a block; its two post-norms replace Llama's two.
-  CHECK(count_params(olmo2.value()).value().total - count_params(llama.value()).value().total ==
-        4 * (2048 + 512));
+  CHECK(extra_params("olmo2", "llama") == 4 * (2048 + 512));
   training_config c = lora_qv();
   c.compute = compute_precision::pure_bf16;
   c.seq_len = 4096;
   c.optimizer_step = false;
-  auto with_norms = estimate_training_step(olmo2.value(), c, gpu_spec{});
-  auto without = estimate_training_step(llama.value(), c, gpu_spec{});
-  REQUIRE(with_norms.ok());
-  REQUIRE(without.ok());
   // The post-norms keep what Llama's pre-norms keep (fp32 copies of 16-bit inputs and an inverse
   // RMS a token); the q/k norms add fp32 copies of q and k and one inverse RMS a token each (1 %
   // for the caching allocator's block sizes).
   const double per_block = 4096.0 * (4 * (2048 + 512) + 4 * 2);
-  CHECK(at_peak(with_norms.value(), memory_category::activations) -
-            at_peak(without.value(), memory_category::activations) ==
-        doctest::Approx(4 * per_block).epsilon(0.01));
+  CHECK(extra_activations("olmo2", "llama", c) == doctest::Approx(4 * per_block).epsilon(0.01));
   // unsloth's fast path is Llama's block: refused.
   training_config u = c;
   u.framework = framework_profile::unsloth;
   u.lora_targets = {"all-linear"};
-  CHECK(estimate_training_step(olmo2.value(), u, gpu_spec{}).failure().field == "model");
+  CHECK(estimate_training_step(olmo2, u, gpu_spec{}).failure().field == "model");
 }
 
 TEST_CASE("unsloth keeps Qwen3's q/k norms as its RMSNorm kernel does: 16-bit input, fp32 rows") {
-  const auto qwen3 = parse_model_config(small_decoder("qwen3"), {}, "c");
-  const auto llama = parse_model_config(small_decoder("llama"), {}, "c");
-  REQUIRE(qwen3.ok());
-  REQUIRE(llama.ok());
   training_config c;
   c.finetune = finetune_kind::lora;
   c.lora_targets = {"all-linear"};
   c.framework = framework_profile::unsloth;
   c.seq_len = 8192;
   c.optimizer_step = false;
-  auto with_norms = estimate_training_step(qwen3.value(), c, gpu_spec{});
-  auto without = estimate_training_step(llama.value(), c, gpu_spec{});
-  REQUIRE(with_norms.ok());
-  REQUIRE(without.ok());
   // Per block and token: bf16 q (2048) and k (512) and an fp32 inverse RMS for each of 20 heads
   // (1 % for where the backward's peak falls, which moves the cuBLAS workspace and a gradient).
   const double per_block = 8192.0 * (2 * (2048 + 512) + 4 * 20);
-  CHECK(at_peak(with_norms.value(), memory_category::activations) -
-            at_peak(without.value(), memory_category::activations) ==
-        doctest::Approx(4 * per_block).epsilon(0.01));
+  CHECK(extra_activations("qwen3", "llama", c) == doctest::Approx(4 * per_block).epsilon(0.01));
 }
 
 TEST_CASE("Gemma 3's vision tower is loaded but text-only training gives it no gradient") {
