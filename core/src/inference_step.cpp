@@ -5,6 +5,8 @@
 #include <optional>
 #include <utility>
 
+#include "gpumem/param_count.hpp"
+
 namespace gpumem {
 
 namespace {
@@ -419,7 +421,7 @@ std::optional<error> check_size(const model_spec& spec, const inference_config& 
     bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;
   bytes += static_cast<double>(c.profile_tokens) * width * 16 +
            static_cast<double>(c.profile_sequences) * static_cast<double>(spec.vocab_size) * 16;
-  if (bytes < 9007199254740992.0) return std::nullopt;  // 2^53
+  if (bytes < static_cast<double>(max_exact_count)) return std::nullopt;
   return error{
       "request.too_large", "workload.seq_len",
       "[workload.seq_len] this request's KV cache and activations could exceed 2^53 bytes; "

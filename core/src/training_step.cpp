@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpumem/param_count.hpp"
+
 namespace gpumem {
 
 namespace {
@@ -1007,7 +1009,7 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
   double per_sequence = 64 * s * layers * width + 32 * s * static_cast<double>(spec.vocab_size);
   if (quadratic_attention)
     per_sequence += 16 * s * s * static_cast<double>(spec.num_heads) * layers;
-  const double limit = 9007199254740992.0;  // 2^53
+  const double limit = static_cast<double>(max_exact_count);
   if (fixed >= limit || per_sequence <= 0) return 0;
   return static_cast<std::uint64_t>(std::min((limit - fixed) / per_sequence, 1e15));
 }
