@@ -980,16 +980,25 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
 }
 }  // namespace
 
-model_spec litgpt_model(const model_spec& spec) {
-  model_spec out = spec;
-  if (!spec.tied_embeddings) return out;
-  out.tied_embeddings = false;
+namespace {
+
+// The LM head a tied model shares with its embedding, as a tensor of its own.
+tensor_spec tied_lm_head(const model_spec& spec) {
   tensor_spec head;
   head.name = "lm_head.weight";
   head.role = tensor_role::lm_head;
   head.module = module_kind::linear;
   head.shape = {spec.vocab_size, spec.embedding_dim};
-  out.tensors.push_back(head);
+  return head;
+}
+
+}  // namespace
+
+model_spec litgpt_model(const model_spec& spec) {
+  model_spec out = spec;
+  if (!spec.tied_embeddings) return out;
+  out.tied_embeddings = false;
+  out.tensors.push_back(tied_lm_head(spec));
   return out;
 }
 
@@ -1276,14 +1285,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   for (const auto& t : spec.tensors) {
     if (lora_target(config, t) && on_stage(t)) adapted.push_back(t);
   }
-  if (tied_head_target(spec, config) && last_stage) {
-    tensor_spec head;
-    head.name = "lm_head.weight";
-    head.role = tensor_role::lm_head;
-    head.module = module_kind::linear;
-    head.shape = {spec.vocab_size, spec.embedding_dim};
-    adapted.push_back(head);
-  }
+  if (tied_head_target(spec, config) && last_stage) adapted.push_back(tied_lm_head(spec));
   for (const auto& t : adapted) {
     // A [r, in] and B [out, r], split with their layer's split dimension.
     const std::uint64_t in_features = local_in(t, tp);
