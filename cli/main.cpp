@@ -31,7 +31,7 @@ Usage:
                   detailed (default): [--phase train|forward_backward]
                     [--finetune full|lora|dora|llama_adapter_v1|llama_adapter_v2 (litgpt)]
                     [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
-                    [--weights bf16|fp16|fp32|nf4|nf4_double_quant (QLoRA)
+                    [--weights bf16|fp16|fp32|int8|nf4|fp4|nf4_double_quant (quantised LoRA base)
                      [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none]

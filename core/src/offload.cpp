@@ -70,7 +70,7 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
                            (t.module == module_kind::linear || t.module == module_kind::conv1d);
     const std::uint64_t bytes = full ? full_model_weight_bytes(config)
                                      : (config.base_weight_bytes ? config.base_weight_bytes : 2);
-    stored += quantized ? quantized_weight_bytes(local, config.quantization) : local * bytes;
+    stored += quantized ? quantized_weight_bytes(t, tp, config.quantization) : local * bytes;
   }
   stored = (stored + n - 1) / n;
   elements = (elements + n - 1) / n;

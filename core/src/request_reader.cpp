@@ -622,9 +622,12 @@ result<training_config> read_detailed_workload(const json& request, const model_
       // QLoRA: bitsandbytes 4-bit block linears, the rest 16-bit.
       out.quantization = weights == "nf4_double_quant" ? base_quantization::nf4_double_quant
                                                        : base_quantization::nf4;
+    } else if (weights == "int8") {
+      out.quantization = base_quantization::int8;  // LLM.int8 block linears, the rest 16-bit
     } else if (weights != "fp32" && weights != "bf16" && weights != "fp16") {
-      return error{"request.invalid_value", "workload.weights",
-                   "[workload.weights] must be fp32, bf16, fp16, nf4, fp4 or nf4_double_quant"};
+      return error{
+          "request.invalid_value", "workload.weights",
+          "[workload.weights] must be fp32, bf16, fp16, int8, nf4, fp4 or nf4_double_quant"};
     }
     out.base_weight_bytes = weights == "fp32" ? 4 : 2;
   }
@@ -634,9 +637,9 @@ result<training_config> read_detailed_workload(const json& request, const model_
       (out.quantization == base_quantization::none ||
        out.framework != framework_profile::transformers || (out.kbit_preparation && pure))) {
     return error{"request.invalid_value", "workload.kbit_preparation",
-                 "[workload.kbit_preparation] applies to a 4-bit LoRA base (weights nf4, fp4 or "
-                 "nf4_double_quant) under the transformers framework, computing in fp32 or "
-                 "mixed precision"};
+                 "[workload.kbit_preparation] applies to a quantised LoRA base (weights int8, nf4, "
+                 "fp4 or nf4_double_quant) under the transformers framework, computing in fp32 "
+                 "or mixed precision"};
   }
   if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
   return out;

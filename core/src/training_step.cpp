@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "gpumem/param_count.hpp"
+#include "gpumem/weight_format.hpp"
 
 namespace gpumem {
 
@@ -101,7 +102,8 @@ struct step_context {
   bool amp = false;
   bool full = true;
   bool norms_train = false;       // full fine-tuning, LLaMA-Adapter v2
-  bool quantized = false;         // QLoRA: bitsandbytes 4-bit block linears
+  bool quantized = false;         // QLoRA: bitsandbytes 4-bit block linears (or LLM.int8)
+  bool int8_base = false;         // bitsandbytes LLM.int8 block linears (MatMul8bitLt)
   bool fp16_quant_state = false;  // 4-bit weights quantised from fp16, computed in bf16
   bool kbit_fp32_norms = false;   // PEFT's kbit preparation: fp32 norms with fp32 outputs
   bool autocast_copies = false;   // fp32 trainable weights under autocast get 16-bit copies
@@ -159,6 +161,12 @@ bool tied_head_target(const model_spec& spec, const training_config& config) {
              config.lora_targets.end();
 }
 
+// Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors
+// (see linear_input): MatMul8bitLt always, MatMul4Bit when its input needed no cast.
+bool holds_own_input(const step_context& ctx, std::uint64_t input_bytes) {
+  return ctx.quantized && (ctx.int8_base || input_bytes == ctx.c);
+}
+
 // The input a linear keeps for its weight gradient (autograd saves what the backward of the
 // trainable operands needs; aten mm: the input only when the weight requires grad).
 // `elems` is the size of the input this rank keeps, `input_bytes` its element size.
@@ -170,9 +178,14 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
   // bitsandbytes MatMul4Bit keeps its input whenever the input needs a gradient, frozen weight
   // or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)); an
   // input in another dtype than the compute one is cast first, a copy per call
-  // (bitsandbytes/nn/modules.py Linear4bit.forward).
+  // (bitsandbytes/nn/modules.py Linear4bit.forward). MatMul8bitLt keeps the input it was handed,
+  // uncast, with its outlier columns (few; not counted): ctx.tensors = (CAt, subA, A), CAt only
+  // for a trained weight (bitsandbytes >= 0.45; earlier versions also kept an int8 copy CAt of
+  // every input, not modelled). It quantises an fp16 copy of the input into int8 codes for the
+  // matmul, transients.
+  if (ctx.int8_base) m.transient = std::max(m.transient, elems * (input_bytes == 2 ? 1 : 3));
   if (ctx.quantized) {
-    if (input_bytes == ctx.c) {
+    if (holds_own_input(ctx, input_bytes)) {
       shared_saved = true;
     } else {
       m.saved.push_back(elems * ctx.c);
@@ -253,8 +266,10 @@ void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) 
   const std::uint64_t out = local_out(w, ctx.tp);
   const std::uint64_t weight = tensor_parallel_numel(w, ctx.tp);
   std::uint64_t rebuild = in * in * a + in * ctx.config.lora_rank * c + weight * (c + c + p);
-  if (ctx.amp && a != c) rebuild += in * in * c;           // autocast's 16-bit cast of the identity
-  if (ctx.quantized) rebuild += weight * c;                // the dequantised weight before .to(a)
+  if (ctx.amp && a != c) rebuild += in * in * c;  // autocast's 16-bit cast of the identity
+  // The dequantised weight before .to(a): 16-bit from 4 bits, fp32 from int8 (PEFT
+  // dequantize_bnb_weight: bitsandbytes int8_vectorwise_dequant multiplies by the fp32 SCB).
+  if (ctx.quantized) rebuild += weight * (ctx.int8_base ? 4 : c);
   if (ctx.quantized || ctx.r != a) rebuild += weight * a;  // ctx.r: the stored base dtype
   m.transient = std::max(m.transient, rebuild);
   m.saved.push_back(2 * ctx.tokens * out * c);
@@ -375,8 +390,11 @@ block_memory block(const step_context& ctx, int layer_index) {
       // Lightning quantised from fp16 (litgpt: fabric/plugins/precision/bitsandbytes.py
       // quantize, `.to(dtype=torch.half)`) is dequantised to fp16 and converted again for bf16
       // compute (bitsandbytes MatMul4Bit: dequantize_4bit(B).to(A.dtype)).
-      const std::uint64_t dequantised = local * c * (ctx.fp16_quant_state ? 2 : 1);
-      if (ctx.quantized) m.transient = std::max(m.transient, dequantised);
+      // An int8 weight runs its forward as an int8 matmul and is dequantised for the input
+      // gradient only, to the input's dtype (MatMul8bitLt.backward: state.CB.to(ctx.dtype_A)).
+      const std::uint64_t dequantised = ctx.int8_base ? local * (ctx.kbit_fp32_norms ? 4 : c)
+                                                      : local * c * (ctx.fp16_quant_state ? 2 : 1);
+      if (ctx.quantized && !ctx.int8_base) m.transient = std::max(m.transient, dequantised);
       if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, dequantised);
       if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
@@ -422,7 +440,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   feed(linear_role::attention_in, y1_bytes, y1_shared);
   if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
   if (y1_shared) m.saved.push_back(y1_bytes * th * h);
-  if (ctx.quantized && y1_bytes == c) m.retained += y1_bytes * th * h;
+  if (holds_own_input(ctx, y1_bytes)) m.retained += y1_bytes * th * h;
   // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
   if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
   // Qwen3's and Gemma 3's q_norm and k_norm take each head of the projections' outputs
@@ -530,7 +548,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     bool y2_shared = false;
     feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
     if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
-    if (ctx.quantized && mlp_in_bytes == c) m.retained += mlp_in_bytes * th * h;
+    if (holds_own_input(ctx, mlp_in_bytes)) m.retained += mlp_in_bytes * th * h;
   }
   // A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
   // its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
@@ -561,8 +579,8 @@ block_memory block(const step_context& ctx, int layer_index) {
         m.weight_copies.push_back(e * 3 * spec.moe.expert_intermediate * h * c / ctx.tp);
     }
   }
-  // bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), so a 4-bit MLP runs
-  // in the dtype its norm hands it.
+  // bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), as MatMul8bitLt does
+  // (int8_scaled_mm(..., dtype=A.dtype)), so a quantised MLP runs in the dtype its norm hands it.
   const std::uint64_t mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
   if (spec.gated_mlp) {
     // gate (SiLU's input), its output, up (the product's inputs)
@@ -580,7 +598,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   // Trained routed experts keep their down projection's input (no linear module carries them).
   if (layer.moe && ctx.full && !down_shared) down_shared = true;
   if (down_shared) m.saved.push_back(mlp_bytes * t * i);
-  if (ctx.quantized && mlp_bytes == c) m.retained += c * t * i;
+  if (holds_own_input(ctx, mlp_bytes)) m.retained += mlp_bytes * t * i;
   post_norm();
   if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
 
@@ -759,13 +777,15 @@ std::uint64_t full_model_weight_bytes(const training_config& config) {
   return !is_amp(config.compute) || zero_engine(config.sharding) ? 2 : 4;
 }
 
-std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quantization) {
-  const std::uint64_t codes = (numel + 1) / 2;
-  const std::uint64_t blocks = (numel + 63) / 64;
-  if (quantization == base_quantization::nf4) return codes + 4 * blocks;
-  if (quantization == base_quantization::nf4_double_quant)
-    return codes + blocks + 4 * ((blocks + 255) / 256) + 4;
-  return 0;
+std::uint64_t quantized_weight_bytes(const tensor_spec& tensor, std::uint64_t tp,
+                                     base_quantization quantization) {
+  if (quantization == base_quantization::none) return 0;
+  weight_storage storage;
+  storage.format = quantization == base_quantization::int8  ? weight_format::int8
+                   : quantization == base_quantization::nf4 ? weight_format::nf4
+                                                            : weight_format::nf4_double_quant;
+  const std::uint64_t in = tensor_parallel_in_features(tensor, tp);
+  return quantized_matrix_bytes(tensor_parallel_numel(tensor, tp) / in, in, storage);
 }
 
 std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp) {
@@ -978,6 +998,25 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
   }
   return std::nullopt;
 }
+// An LLM.int8 base as transformers loads it for PEFT (load_in_8bit): bitsandbytes' Int8Params
+// are whole int8 matrices with their row scales, which no framework here shards or splits
+// (FSDP and ZeRO-3 flatten floating-point parameters; QLoRA's FSDP path stores 4-bit codes in
+// a float quant_storage, which LLM.int8 lacks), and litgpt, torchtune and unsloth train
+// 4-bit or 16-bit bases only.
+std::optional<error> check_int8_base(const training_config& config) {
+  if (config.quantization != base_quantization::int8) return std::nullopt;
+  if (config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.weights",
+                 "[workload.weights] an int8 (LLM.int8) base is modelled as transformers and PEFT "
+                 "train it: framework transformers"};
+  }
+  if (shards_parameters(config.sharding) || config.tp_degree > 1 || config.offload.any()) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] an int8 (LLM.int8) base is neither sharded, split nor "
+                 "offloaded: one GPU, ddp, zero1 or zero2, tp 1, no offload"};
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 namespace {
@@ -1098,6 +1137,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   const std::uint64_t cp = std::max<std::uint64_t>(config.cp_degree, 1);
   if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
   if (auto e = check_unsloth(spec, config)) return *e;
+  if (auto e = check_int8_base(config)) return *e;
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
   if (pp > spec.layers.size() || config.pp_stage >= pp) {
     return error{"parallel.invalid_degree", "parallel.pp",
@@ -1153,6 +1193,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   ctx.amp = is_amp(config.compute) && !engine_16bit;
   ctx.norms_train = ctx.full || config.finetune == finetune_kind::llama_adapter_v2;
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
+  ctx.int8_base = ctx.quantized && config.quantization == base_quantization::int8;
   ctx.fp16_quant_state = ctx.quantized && config.framework == framework_profile::litgpt &&
                          (config.compute == compute_precision::amp_bf16 ||
                           config.compute == compute_precision::pure_bf16);
@@ -1271,7 +1312,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                                        : head_or_embedding && !t.is_bias ? kbit_head_bytes
                                                                          : 4;
     if (!params_on_host) {
-      tl.allocate(share(quantize ? quantized_weight_bytes(local, config.quantization)
+      tl.allocate(share(quantize ? quantized_weight_bytes(t, tp, config.quantization)
                                  : local * stored_bytes,
                         params_sharded),
                   cat::weights);

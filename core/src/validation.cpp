@@ -371,6 +371,9 @@ std::string training_config_for(const json& p, training_config& config,
     config.base_weight_bytes = 2;  // what stays unquantised is 16-bit
     config.quantization = weights == "nf4_double_quant" ? base_quantization::nf4_double_quant
                                                         : base_quantization::nf4;
+  } else if (weights == "int8" && config.finetune != finetune_kind::full) {
+    config.base_weight_bytes = 2;
+    config.quantization = base_quantization::int8;
   } else {
     return "weights " + weights + " (quantised) are not modelled yet";
   }

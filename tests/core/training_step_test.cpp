@@ -31,6 +31,18 @@ result<model_spec> bert_classifier() {
                             "c");
 }
 
+// Two blocks of h = 256, i = 512 with an untied head: small enough for per-block hand counts.
+result<model_spec> tiny_llama() {
+  return parse_model_config({{"model_type", "llama"},
+                             {"hidden_size", 256},
+                             {"intermediate_size", 512},
+                             {"num_hidden_layers", 2},
+                             {"num_attention_heads", 4},
+                             {"vocab_size", 1000},
+                             {"tie_word_embeddings", false}},
+                            {}, "c");
+}
+
 // Bytes of one component alive at the peak.
 double at_peak(const training_estimate& e, memory_category category) {
   return static_cast<double>(e.peak.by_category[static_cast<std::size_t>(category)]);
@@ -227,14 +239,24 @@ TEST_CASE("tensor parallelism over experts: widths checked, gathered tokens and 
         at_peak(one.value(), memory_category::activations) / 2 + whole / 2);
 }
 
-TEST_CASE("bitsandbytes 4-bit storage, by hand (blocksize 64)") {
+TEST_CASE("bitsandbytes 4-bit and LLM.int8 storage, by hand") {
+  tensor_spec w;
+  w.name = "model.layers.0.self_attn.q_proj.weight";
+  w.role = tensor_role::attention;
+  w.module = module_kind::linear;
+  w.shape = {4096, 4096};
+  w.layer = 0;
   const std::uint64_t n = 4096ULL * 4096;
   // 4-bit codes + one fp32 absmax per 64 weights: 0.5625 bytes per weight.
-  CHECK(quantized_weight_bytes(n, base_quantization::nf4) == n / 2 + 4 * (n / 64));
+  CHECK(quantized_weight_bytes(w, 1, base_quantization::nf4) == n / 2 + 4 * (n / 64));
   // Double quantisation: 8-bit absmax, one fp32 absmax per 256 blocks, and the fp32 offset.
-  CHECK(quantized_weight_bytes(n, base_quantization::nf4_double_quant) ==
+  CHECK(quantized_weight_bytes(w, 1, base_quantization::nf4_double_quant) ==
         n / 2 + n / 64 + 4 * (n / 64 / 256) + 4);
-  CHECK(quantized_weight_bytes(n, base_quantization::none) == 0);
+  // LLM.int8: one byte a weight and an fp32 absmax per output row.
+  CHECK(quantized_weight_bytes(w, 1, base_quantization::int8) == n + 4 * 4096);
+  // A column-parallel rank holds a quarter of the rows, with their scales.
+  CHECK(quantized_weight_bytes(w, 4, base_quantization::int8) == n / 4 + 4 * 1024);
+  CHECK(quantized_weight_bytes(w, 1, base_quantization::none) == 0);
 }
 
 TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") {
@@ -254,8 +276,7 @@ TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") 
   for (const auto& t : spec.value().tensors) {
     if (t.layer >= 0 && t.module == module_kind::linear && !t.is_bias) {
       block_linear += allocator_round(2 * t.numel());
-      block_linear_4bit +=
-          allocator_round(quantized_weight_bytes(t.numel(), base_quantization::nf4));
+      block_linear_4bit += allocator_round(quantized_weight_bytes(t, 1, base_quantization::nf4));
     }
   }
   // Equal up to the allocator's unsplit remainders of blocks carved from shared segments.
@@ -267,14 +288,7 @@ TEST_CASE("QLoRA stores the block linears in 4 bits and keeps the rest 16-bit") 
 }
 
 TEST_CASE("PEFT's kbit preparation: fp32 norms feed the 4-bit linears fp32, which return fp32") {
-  const auto spec = parse_model_config({{"model_type", "llama"},
-                                        {"hidden_size", 256},
-                                        {"intermediate_size", 512},
-                                        {"num_hidden_layers", 2},
-                                        {"num_attention_heads", 4},
-                                        {"vocab_size", 1000},
-                                        {"tie_word_embeddings", false}},
-                                       {}, "c");
+  const auto spec = tiny_llama();
   REQUIRE(spec.ok());
   training_config config;
   config.finetune = finetune_kind::lora;
@@ -334,6 +348,63 @@ TEST_CASE("PEFT's kbit preparation: fp32 norms feed the 4-bit linears fp32, whic
   CHECK(at_peak(gemma_prepared.value(), memory_category::weights) -
             at_peak(gemma_plain.value(), memory_category::weights) ==
         doctest::Approx(5 * 256 * 2));
+}
+
+TEST_CASE("an LLM.int8 base keeps each linear's input as it came, in its own dtype") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.finetune = finetune_kind::lora;
+  config.lora_targets = {"lm_head"};  // every block linear frozen and quantised
+  config.base_weight_bytes = 2;
+  config.micro_batch = 1;
+  config.seq_len = 64;
+  const auto saved = [&](base_quantization q, bool prepared) {
+    config.quantization = q;
+    config.kbit_preparation = prepared;
+    auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().saved_activation_bytes;
+  };
+  // Unprepared, every input is already bf16: 4-bit and int8 keep the same tensors.
+  CHECK(saved(base_quantization::int8, false) == saved(base_quantization::nf4, false));
+  // Prepared (fp32 norms, fp32 MLP), per block by hand (t = 64, h = 256, i = 512): the 4-bit
+  // linears keep a bf16 cast each (q, k, v: 3 x 2th; gate, up: 2 x 2th; down: 2ti), int8 keeps
+  // the fp32 tensors once (4th + 4th + 4ti): 2ti - 2th more.
+  const std::uint64_t t = 64;
+  CHECK(saved(base_quantization::int8, true) - saved(base_quantization::nf4, true) ==
+        2 * (2 * t * 512 - 2 * t * 256));
+  // Weights: one byte per block-linear weight plus an fp32 scale per output row.
+  config.kbit_preparation = false;
+  config.quantization = base_quantization::int8;
+  auto int8 = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.quantization = base_quantization::none;
+  auto bf16 = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(int8.ok());
+  REQUIRE(bf16.ok());
+  std::uint64_t weights = 0;
+  std::uint64_t rows = 0;
+  for (const auto& w : spec.value().tensors) {
+    if (w.layer < 0 || w.module != module_kind::linear || w.is_bias) continue;
+    weights += w.numel();
+    rows += w.shape[0];
+  }
+  CHECK(at_peak(bf16.value(), memory_category::weights) -
+            at_peak(int8.value(), memory_category::weights) ==
+        doctest::Approx(static_cast<double>(2 * weights - (weights + 4 * rows))).epsilon(0.01));
+  // Nothing shards or splits Int8Params, and only transformers + PEFT trains on them.
+  config.quantization = base_quantization::int8;
+  config.sharding = data_parallel::fsdp_full_shard;
+  config.dp_degree = 2;
+  auto sharded = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(sharded.ok());
+  CHECK(sharded.failure().field == "parallel.method");
+  config.sharding = data_parallel::none;
+  config.dp_degree = 1;
+  config.framework = framework_profile::litgpt;
+  auto litgpt = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(litgpt.ok());
+  CHECK(litgpt.failure().field == "workload.weights");
 }
 
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {

@@ -29,8 +29,9 @@ enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, non
 enum class attention_kernel { eager, sdpa };
 // How a frozen LoRA base stores its block linear layers: 16/32-bit, or bitsandbytes 4-bit
 // (QLoRA) with fp32 absmax per 64-weight block, or with those absmax quantised to 8 bits and a
-// second fp32 absmax per 256 of them (double quantisation).
-enum class base_quantization { none, nf4, nf4_double_quant };
+// second fp32 absmax per 256 of them (double quantisation), or bitsandbytes LLM.int8 (int8
+// weights and an fp32 absmax per output row: PEFT's 8-bit LoRA, load_in_8bit).
+enum class base_quantization { none, nf4, nf4_double_quant, int8 };
 
 // How data-parallel ranks place the model states (each rank runs its own micro-batch):
 // a full replica with gradient buckets (PyTorch DDP); ZeRO stage 1 (optimizer states and fp32
@@ -217,10 +218,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 // master copies: deepspeed/runtime/engine.py _configure_distributed_model, Gemini's fp16 chunks),
 // else fp32 (torch autocast over fp32 weights: DDP, FSDP, a single GPU).
 std::uint64_t full_model_weight_bytes(const training_config& config);
-// Bytes a quantised base stores for a weight of `numel` elements (bitsandbytes
-// functional.quantize_4bit: 4-bit codes, blocksize 64; double quantisation: 8-bit absmax and one
-// fp32 absmax per 256 blocks, plus the fp32 offset).
-std::uint64_t quantized_weight_bytes(std::uint64_t numel, base_quantization quantization);
+// Bytes a quantised base stores for one of `tp` ranks' part of a weight matrix, as inference
+// stores the same format (quantized_matrix_bytes: bitsandbytes 4-bit codes with their absmax per
+// 64 weights, double-quantised or not; LLM.int8 codes with an fp32 absmax per output row).
+std::uint64_t quantized_weight_bytes(const tensor_spec& tensor, std::uint64_t tp,
+                                     base_quantization quantization);
 
 // The elements of `tensor` one of `tp` tensor-parallel ranks holds (Megatron-LM, Shoeybi et al.
 // 2019): column-parallel linears (q/k/v, gate/up) and their biases split the output features,
