@@ -1,6 +1,7 @@
 #include "gpumem/validation.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -444,6 +445,30 @@ std::string training_config_for(const json& p, training_config& config,
         return "malformed grad_accumulation option";
       config.grad_accumulation = std::stoull(digits);
       accumulation_stated = true;
+    }
+  }
+  // A source that names transformers' own argument in its description states the accumulation
+  // its Trainer ran (TrainingArguments.gradient_accumulation_steps): "gradient_accumulation_steps
+  // = N" or "gradient_accumulation_steps N" in original_notes, the source's text unchanged.
+  static const std::string hf_accumulation = "gradient_accumulation_steps";
+  const json& notes = p.value("original_notes", json());
+  if (!accumulation_stated && notes.is_string()) {
+    const std::string text = notes.get<std::string>();
+    const auto at = text.find(hf_accumulation);
+    if (at != std::string::npos) {
+      std::size_t i = at + hf_accumulation.size();
+      while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
+      std::size_t end = i;
+      while (end < text.size() && end - i < 5 &&
+             std::isdigit(static_cast<unsigned char>(text[end])))
+        ++end;
+      if (end > i) {
+        config.grad_accumulation = std::stoull(text.substr(i, end - i));
+        accumulation_stated = true;
+        if (config.grad_accumulation > 1)
+          defaults_note += "; gradient accumulation " + std::to_string(config.grad_accumulation) +
+                           " read from the source's gradient_accumulation_steps";
+      }
     }
   }
   // Unstated under litgpt: its fine-tuning scripts accumulate micro-batches up to their default

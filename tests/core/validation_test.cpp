@@ -283,6 +283,37 @@ TEST_CASE("context-parallel and selective points: how an unstated kind is read")
   CHECK(selective.note.find("selective") != std::string::npos);
 }
 
+TEST_CASE("gradient accumulation: a measure option, or transformers' argument in the notes") {
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "fp32"},
+                                  {"compute", "fp32"},
+                                  {"optimizer", "sgd"},
+                                  {"micro_batch", 1},
+                                  {"seq_len", 512},
+                                  {"framework", "hf_trainer"}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const auto estimate = [](const nlohmann::json& point) {
+    const auto read = validate_memory(nlohmann::json::array({point})).points.at(0);
+    REQUIRE(read.scored);
+    return read;
+  };
+  const double once = estimate(p).estimated_gib;
+  // Plain SGD frees its gradients after the step; accumulated ones live through the next
+  // micro-batch's forward, beside its activations.
+  p["assumptions"] = {"measure option: grad_accumulation=4"};
+  const double stated = estimate(p).estimated_gib;
+  CHECK(stated > once);
+  p["assumptions"] = nlohmann::json::array();
+  p["original_notes"] =
+      "Trainer run, per_device_train_batch_size=1, gradient_accumulation_steps=4.";
+  const auto noted = estimate(p);
+  CHECK(noted.estimated_gib == stated);
+  CHECK(noted.note.find("gradient_accumulation_steps") != std::string::npos);
+  p["original_notes"] = "gradient_accumulation_steps 1 (the default)";
+  CHECK(estimate(p).estimated_gib == once);
+}
+
 TEST_CASE("inference under scripts that run transformers' generate is read as transformers") {
   nlohmann::json p = small_point({{"phase", "inference"},
                                   {"weights", "bf16"},
