@@ -285,6 +285,7 @@ test('the page\'s "copy CLI command" gives the same answer as its JSON request',
   const { requestFor, cliFor, stateFromQuery } = await import('../../web/src/state.mjs');
   const queries = ['?v=1', '?v=1&gpus=4&gpu=a100-sxm4-80gb&ft=full&opt=adafactor',
     '?v=1&method=zero3&gpus=2&mb=2&seq=2048&ft=qlora&r=8&targets=q_proj,v_proj',
+    '?v=1&method=ddp&gpus=2&ft=lora_int8&targets=q_proj,v_proj',
     '?v=1&phase=inference&weights=awq_4bit&fw=vllm&mb=4&seq=2000&new=100',
     '?v=1&phase=inference&method=single&weights=nf4&mb=2&seq=4096&new=256&kvdtype=fp8',
     '?v=1&mode=llmem&model=facebook%2Fopt-1.3b&gpus=2&gpu=v100-sxm2-16gb',

@@ -14,7 +14,7 @@ const LABELS = {
     fsdp_full_shard: 'FSDP full shard', fsdp_shard_grad_op: 'FSDP grad-op', tensor_parallel: 'Tensor parallel',
     pipeline: 'Pipeline', cdp: 'LLMem CDP', adp: 'LLMem ADP', tp: 'LLMem TP',
   },
-  ft: { full: 'Full', lora: 'LoRA', qlora: 'QLoRA (4-bit base)', dora: 'DoRA' },
+  ft: { full: 'Full', lora: 'LoRA', qlora: 'QLoRA (4-bit base)', lora_int8: 'LoRA (8-bit base)', dora: 'DoRA' },
   precision: { amp_bf16: 'AMP bf16', amp_fp16: 'AMP fp16', pure_bf16: 'bf16 (pure)', pure_fp16: 'fp16 (pure)', fp32: 'fp32' },
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD + momentum' },
   attn: { sdpa: 'SDPA / flash', eager: 'Eager' },
