@@ -2,6 +2,7 @@
 // modeling_t5.py / modeling_mt5.py; checked against tests/golden/hf_param_counts.json.
 
 #include <array>
+#include <vector>
 
 #include "architectures.hpp"
 #include "tensor_builder.hpp"
@@ -47,6 +48,17 @@ const bert_head* find_head(const std::string& name_or_class) {
   return nullptr;
 }
 
+// BertEmbeddings (and AlbertEmbeddings, `width` = embedding_size): word, position and
+// token-type tables and their LayerNorm.
+void add_bert_embeddings(tensor_builder& add, const model_spec& spec, const std::string& base,
+                         std::uint64_t width, std::uint64_t token_types) {
+  add.scope(base + "embeddings.");
+  add.embedding("word_embeddings", spec.vocab_size, width, tensor_role::token_embedding);
+  add.embedding("position_embeddings", spec.max_positions, width, tensor_role::position_embedding);
+  add.embedding("token_type_embeddings", token_types, width, tensor_role::token_embedding);
+  add.layer_norm("LayerNorm", width);
+}
+
 }  // namespace
 
 void build_bert(config_reader& cfg, model_spec& spec, const model_options& options) {
@@ -78,11 +90,7 @@ void build_bert(config_reader& cfg, model_spec& spec, const model_options& optio
   const auto h = spec.hidden_size;
   const std::string base = head->name == std::string("base") ? "" : "bert.";
   tensor_builder add(spec);
-  add.scope(base + "embeddings.");
-  add.embedding("word_embeddings", spec.vocab_size, h, tensor_role::token_embedding);
-  add.embedding("position_embeddings", spec.max_positions, h, tensor_role::position_embedding);
-  add.embedding("token_type_embeddings", token_types, h, tensor_role::token_embedding);
-  add.layer_norm("LayerNorm", h);
+  add_bert_embeddings(add, spec, base, h, token_types);
   for (std::uint64_t i = 0; i < layers; ++i) {
     add.scope(base + "encoder.layer." + std::to_string(i) + ".", static_cast<int>(i));
     add.linear("attention.self.query", h, h, true, attn);
@@ -116,6 +124,106 @@ void build_bert(config_reader& cfg, model_spec& spec, const model_options& optio
     add.linear("qa_outputs", h, 2, true, task);  // start and end logits
   }
   // Only the MLM heads project back to the vocabulary.
+  if (name != "masked_lm" && name != "pretraining") spec.tied_embeddings = false;
+}
+
+// ALBERT (modeling_albert.py): BERT's post-norm blocks over a factorised embedding (vocabulary
+// x embedding_size, projected to the hidden size by embedding_hidden_mapping_in), with one set of
+// block parameters per group, run by num_hidden_layers / num_hidden_groups consecutive blocks
+// (AlbertTransformer: group_idx = int(i / (num_hidden_layers / num_hidden_groups))). The MLM
+// head projects back to embedding_size before its tied decoder. AlbertConfig defaults: the
+// xxlarge sizes, gelu_new, no dropout inside the blocks.
+void build_albert(config_reader& cfg, model_spec& spec, const model_options& options) {
+  spec.causal = false;
+  spec.hidden_size = cfg.optional({"hidden_size"}, 4096, max_width);
+  spec.embedding_dim = cfg.optional({"embedding_size"}, 128, max_width);
+  spec.vocab_size = cfg.optional({"vocab_size"}, 30000, max_vocab);
+  spec.intermediate_size = cfg.optional({"intermediate_size"}, 16384, max_width);
+  const auto layers = cfg.optional({"num_hidden_layers"}, 12, max_layers);
+  const auto groups = cfg.optional({"num_hidden_groups"}, 1, layers);
+  if (cfg.optional({"inner_group_num"}, 1, max_layers) != 1) {
+    cfg.fail("config.invalid_value", "inner_group_num",
+             "[" + cfg.field("inner_group_num") +
+                 "] must be 1 (one block per group, as every released ALBERT has)");
+  }
+  spec.num_heads = cfg.optional({"num_attention_heads"}, 64, max_heads);
+  spec.num_kv_heads = spec.num_heads;
+  if (spec.hidden_size % spec.num_heads != 0) {
+    cfg.fail("config.inconsistent_heads", "num_attention_heads",
+             "[" + cfg.field("num_attention_heads") + "] must divide hidden size " +
+                 std::to_string(spec.hidden_size) + ", got " + std::to_string(spec.num_heads) +
+                 " heads");
+  } else {
+    spec.head_dim = spec.hidden_size / spec.num_heads;
+  }
+  spec.v_head_dim = spec.head_dim;
+  spec.max_positions = cfg.optional({"max_position_embeddings"}, 512, max_positions);
+  const auto token_types = cfg.optional({"type_vocab_size"}, 2, max_vocab, 0);
+  spec.activation = cfg.text("hidden_act", "gelu_new");
+  spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"}, 0.0);
+  spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"}, 0.0);
+  spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
+  add_uniform_layers(spec, stack_kind::encoder, layers);
+  // Block i runs group i * groups / layers; a group's tensors belong to its first block.
+  std::vector<int> first_of(static_cast<std::size_t>(groups), -1);
+  for (std::uint64_t i = 0; i < layers; ++i) {
+    const auto g = static_cast<std::size_t>(i * groups / layers);
+    if (first_of[g] < 0) {
+      first_of[g] = static_cast<int>(i);
+    } else {
+      spec.layers[static_cast<std::size_t>(i)].shares_params_of = first_of[g];
+    }
+  }
+
+  const auto archs = cfg.text_list("architectures");
+  const bert_head* head = find_head(options.task_head);
+  // "AlbertForMaskedLM" names the head BERT's class table knows as "BertForMaskedLM".
+  if (head == nullptr && !archs.empty() && archs.front().rfind("Albert", 0) == 0)
+    head = find_head("Bert" + archs.front().substr(6));
+  if (head == nullptr) head = find_head("masked_lm");
+  spec.architecture = "Albert" + std::string(head->cls).substr(4);
+  std::uint64_t labels = options.num_labels;
+  if (labels == 0) labels = cfg.optional({"num_labels"}, 2, max_vocab);
+
+  const auto h = spec.hidden_size;
+  const auto e = spec.embedding_dim;
+  const std::string base = head->name == std::string("base") ? "" : "albert.";
+  tensor_builder add(spec);
+  add_bert_embeddings(add, spec, base, e, token_types);
+  add.scope(base + "encoder.");
+  add.linear("embedding_hidden_mapping_in", e, h, true, tensor_role::token_embedding);
+  for (std::size_t g = 0; g < first_of.size(); ++g) {
+    add.scope(base + "encoder.albert_layer_groups." + std::to_string(g) + ".albert_layers.0.",
+              first_of[g]);
+    add.layer_norm("full_layer_layer_norm", h);
+    add.linear("attention.query", h, h, true, attn);
+    add.linear("attention.key", h, h, true, attn);
+    add.linear("attention.value", h, h, true, attn);
+    add.linear("attention.dense", h, h, true, attn);
+    add.layer_norm("attention.LayerNorm", h);
+    add.linear("ffn", h, spec.intermediate_size, true, mlp);
+    add.linear("ffn_output", spec.intermediate_size, h, true, mlp);
+  }
+  const auto task = tensor_role::task_head;
+  if (head->pooler) {
+    add.scope(base);
+    add.linear("pooler", h, h, true, task);
+  }
+  add.scope("");
+  const std::string name = head->name;
+  if (name == "masked_lm" || name == "pretraining") {
+    // AlbertMLMHead: LayerNorm over the embedding size, the decoder's bias, dense back to the
+    // embedding size, the decoder tied to the word embeddings.
+    add.layer_norm("predictions.LayerNorm", e);
+    add.parameter("predictions.bias", {spec.vocab_size}, task, true);
+    add.linear("predictions.dense", h, e, true, task);
+    if (!spec.tied_embeddings) add.linear("predictions.decoder", e, spec.vocab_size, false, task);
+    if (name == "pretraining") add.linear("sop_classifier.classifier", h, labels, true, task);
+  } else if (name == "sequence_classification" || name == "token_classification") {
+    add.linear("classifier", h, labels, true, task);
+  } else if (name == "question_answering") {
+    add.linear("qa_outputs", h, 2, true, task);
+  }
   if (name != "masked_lm" && name != "pretraining") spec.tied_embeddings = false;
 }
 

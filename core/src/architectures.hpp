@@ -34,6 +34,7 @@ result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string&
 
 // Encoders and encoder-decoders (arch_encoder.cpp).
 void build_bert(config_reader& cfg, model_spec& spec, const model_options& options);
+void build_albert(config_reader& cfg, model_spec& spec, const model_options& options);
 void build_t5(config_reader& cfg, model_spec& spec);
 
 // The attention geometry shared by most families: heads must divide the hidden size unless the

@@ -42,7 +42,8 @@ constexpr family families[] = {
     {"gemma3_text", build_llama_like},
     {"gemma3", nullptr},  // text_config and vision_config: parse_gemma3
     {"olmo2", build_llama_like},
-    {"bert", nullptr},  // needs the task head: build_bert
+    {"bert", nullptr},    // needs the task head: build_bert
+    {"albert", nullptr},  // build_albert
     {"t5", build_t5},
     {"mt5", build_t5},
 };
@@ -96,7 +97,11 @@ result<model_spec> parse_model_config(const nlohmann::json& config, const model_
 
   if (spec.model_type == "gemma3") return parse_gemma3(config, field);
   if (known != nullptr && known->build == nullptr) {
-    build_bert(cfg, spec, options);
+    if (spec.model_type == "albert") {
+      build_albert(cfg, spec, options);
+    } else {
+      build_bert(cfg, spec, options);
+    }
   } else if (known != nullptr) {
     known->build(cfg, spec);
   } else {

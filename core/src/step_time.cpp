@@ -21,6 +21,14 @@ double forward_flops_per_token(const model_spec& spec, const param_count& counts
       static_cast<double>(counts.active) -
       static_cast<double>(counts.groups.token_embedding + counts.groups.position_embedding);
   if (spec.tied_embeddings) matmul += static_cast<double>(spec.vocab_size * spec.embedding_dim);
+  // A block that runs another's parameters again (ALBERT) multiplies by them again.
+  for (const auto& layer : spec.layers) {
+    if (layer.shares_params_of < 0) continue;
+    for (const auto& t : spec.tensors) {
+      if (t.layer == layer.shares_params_of && !t.is_bias && t.module == module_kind::linear)
+        matmul += static_cast<double>(t.numel());
+    }
+  }
   double attention = 0;
   for (const auto& layer : spec.layers) {
     const std::uint64_t seen =

@@ -382,7 +382,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   // The block's linear weights, in order, with their trainability and adapters.
   std::vector<const tensor_spec*> linears;
   for (const auto& tensor : spec.tensors) {
-    if (tensor.layer != layer_index || tensor.is_bias) continue;
+    if (tensor.layer != parameter_block(spec, layer_index) || tensor.is_bias) continue;
     if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
       linears.push_back(&tensor);
       const std::uint64_t local = tensor_parallel_numel(tensor, ctx.tp);
@@ -663,7 +663,7 @@ output_shape output_of(const model_spec& spec, const training_config& config, st
       labels = t.shape[0];
   }
   const bool pooled = spec.architecture.find("SequenceClassification") != std::string::npos ||
-                      spec.architecture == "BertModel";
+                      spec.architecture == "BertModel" || spec.architecture == "AlbertModel";
   return {pooled ? config.micro_batch : tokens, labels};
 }
 
@@ -1145,6 +1145,14 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                      std::to_string(spec.layers.size()) + " blocks per stage; got " +
                      std::to_string(pp) + " stages"};
   }
+  const bool shared_blocks =
+      std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const layer_spec& layer) { return layer.shares_params_of >= 0; });
+  if (pp > 1 && shared_blocks) {
+    return error{"request.invalid_value", "parallel.pp",
+                 "[parallel.pp] the model's blocks share their parameters (ALBERT), which a "
+                 "pipeline cannot place on separate stages"};
+  }
   if (pp > 1 && config.sharding != data_parallel::none && config.sharding != data_parallel::ddp &&
       config.sharding != data_parallel::zero1) {
     return error{"request.invalid_value", "parallel.dp_method",
@@ -1170,6 +1178,15 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         t.role == tensor_role::vision || t.name.find("project_in") != std::string::npos;
     if (t.role == tensor_role::token_embedding && spec.tied_embeddings && last_stage) return true;
     return input_side ? first_stage : last_stage;
+  };
+  // Where a parameter's gradient appears in backward: in its block's backward, or, for blocks
+  // that share parameters (ALBERT), in the last block that runs them, the first one stepped back.
+  const auto gradient_block = [&](int layer) {
+    int last = layer;
+    for (std::size_t l = 0; layer >= 0 && l < spec.layers.size(); ++l) {
+      if (parameter_block(spec, static_cast<int>(l)) == layer) last = static_cast<int>(l);
+    }
+    return last;
   };
   step_context ctx{spec, config};
   ctx.cp = cp;
@@ -1318,7 +1335,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                   cat::weights);
     }
     if (ctx.full && (t.role != tensor_role::vision || idle_tower_steps))
-      params.push_back({local, base_bytes, t.layer, local_last_dim(t, tp), t.shape.size() >= 2});
+      params.push_back(
+          {local, base_bytes, gradient_block(t.layer), local_last_dim(t, tp), t.shape.size() >= 2});
   }
   // The linears LoRA adapts: the targets, and a tied LM head named lm_head (the embedding's
   // weight, on the last stage).
@@ -1336,12 +1354,15 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
       const std::uint64_t numel =
           cols == config.lora_rank ? out_features * cols : config.lora_rank * cols;
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
-      if (steps) params.push_back({numel, ctx.adapter_bytes, t.layer, cols, true});
+      if (steps) params.push_back({numel, ctx.adapter_bytes, gradient_block(t.layer), cols, true});
     }
     if (config.dora) {
       // DoRA's magnitude: one trainable value per output feature (PEFT lora_magnitude_vector).
       tl.allocate(out_features * ctx.adapter_bytes, cat::adapters);
-      if (steps) params.push_back({out_features, ctx.adapter_bytes, t.layer, out_features, false});
+      if (steps) {
+        params.push_back(
+            {out_features, ctx.adapter_bytes, gradient_block(t.layer), out_features, false});
+      }
     }
   }
   const bool llama_adapter = config.finetune == finetune_kind::llama_adapter_v1 ||
@@ -1437,6 +1458,12 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
         output_root += bytes;
       }
     }
+  }
+  // A block that shares another's parameters gathers them again to run.
+  for (std::size_t l = 0; l < spec.layers.size(); ++l) {
+    const auto own = static_cast<std::size_t>(parameter_block(spec, static_cast<int>(l)));
+    block_params[l] = block_params[own];
+    largest_module[l] = largest_module[own];
   }
   const std::uint64_t prefetch_limit = config.prefetch_bucket_elements * gathered_bytes;
   // What ZeRO-3 holds gathered while block l runs (forward or backward), with what it

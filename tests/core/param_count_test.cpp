@@ -134,6 +134,54 @@ TEST_CASE("Qwen3, Qwen3-MoE and Gemma 3 text totals, by hand and by their model 
   CHECK(gemma3.active == gemma3.total - gemma3.groups.vision);
 }
 
+TEST_CASE("ALBERT: a factorised embedding and one block's parameters run by every block") {
+  // albert-base-v2 (huggingface.co/albert/albert-base-v2 config.json). By hand: embeddings
+  // 30000 x 128 + 512 x 128 + 2 x 128 and a LayerNorm of 128; the 128 -> 768 projection; one
+  // shared block: two LayerNorms of 768, q/k/v/dense 4 x (768^2 + 768), ffn 768 x 3072 + 3072,
+  // ffn_output 3072 x 768 + 768; the pooler 768^2 + 768.
+  const std::uint64_t embeddings = 30000ULL * 128 + 512 * 128 + 2 * 128 + 2 * 128;
+  const std::uint64_t projection = 128ULL * 768 + 768;
+  const std::uint64_t block =
+      2 * 2 * 768 + 4 * (768ULL * 768 + 768) + 768ULL * 3072 + 3072 + 3072ULL * 768 + 768;
+  const std::uint64_t pooler = 768ULL * 768 + 768;
+  const auto total = [](const char* head) {
+    model_options options;
+    options.task_head = head;
+    auto spec =
+        parse_model_config(test::read_json("tests/configs/albert-base-v2.json"), options, "c");
+    REQUIRE(spec.ok());
+    return count_params(spec.value()).value().total;
+  };
+  CHECK(total("base") == embeddings + projection + block + pooler);
+  CHECK(total("base") == 11683584ULL);  // AlbertModel's published size
+  // AlbertForMaskedLM: no pooler; its head adds a LayerNorm of 128, the decoder's bias and the
+  // 768 -> 128 dense (the decoder is tied to the word embeddings).
+  CHECK(total("masked_lm") == embeddings + projection + block + 2 * 128 + 30000 + 768 * 128 + 128);
+
+  auto spec = parse_model_config(test::read_json("tests/configs/albert-base-v2.json"), {}, "c");
+  REQUIRE(spec.ok());
+  CHECK(spec.value().architecture == "AlbertForMaskedLM");
+  CHECK(spec.value().embedding_dim == 128);
+  REQUIRE(spec.value().layers.size() == 12);
+  CHECK(spec.value().layers[0].shares_params_of == -1);
+  for (std::size_t l = 1; l < 12; ++l)
+    CHECK(parameter_block(spec.value(), static_cast<int>(l)) == 0);
+  // Two groups: blocks 0-5 run group 0, blocks 6-11 group 1 (int(i / (12 / 2))).
+  auto config = test::read_json("tests/configs/albert-base-v2.json");
+  config["num_hidden_groups"] = 2;
+  auto two = parse_model_config(config, {}, "c");
+  REQUIRE(two.ok());
+  CHECK(parameter_block(two.value(), 5) == 0);
+  CHECK(parameter_block(two.value(), 6) == 6);
+  CHECK(parameter_block(two.value(), 11) == 6);
+  CHECK(count_params(two.value()).value().total == total("masked_lm") + block);
+  // Several blocks inside a group are not modelled: refused, not guessed.
+  config["inner_group_num"] = 2;
+  auto inner = parse_model_config(config, {}, "c");
+  REQUIRE_FALSE(inner.ok());
+  CHECK(inner.failure().field == "c.inner_group_num");
+}
+
 TEST_CASE("Gemma 3 slides on all but every sixth layer; Qwen3 only with use_sliding_window") {
   auto gemma = parse_model_config(test::read_json("tests/configs/gemma-3-1b.json"), {}, "c");
   REQUIRE(gemma.ok());

@@ -407,6 +407,80 @@ TEST_CASE("an LLM.int8 base keeps each linear's input as it came, in its own dty
   CHECK(litgpt.failure().field == "workload.weights");
 }
 
+TEST_CASE("ALBERT's shared blocks: parameters once, activations for every block") {
+  auto config = test::read_json("tests/configs/albert-base-v2.json");
+  const auto with_groups = [&](std::uint64_t groups) {
+    config["num_hidden_groups"] = groups;
+    auto spec = parse_model_config(config, {}, "c");
+    REQUIRE(spec.ok());
+    return spec.value();
+  };
+  const model_spec shared = with_groups(1);
+  const model_spec own = with_groups(12);  // the same network with a block of parameters each
+  training_config c;
+  c.finetune = finetune_kind::full;
+  c.compute = compute_precision::amp_bf16;
+  c.micro_batch = 4;
+  c.seq_len = 256;
+  auto a = estimate_training_step(shared, c, gpu_spec{});
+  auto b = estimate_training_step(own, c, gpu_spec{});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a.value().saved_activation_bytes == b.value().saved_activation_bytes);
+  // fp32 weights under autocast: 11 blocks' parameters fewer, 4 bytes each.
+  std::uint64_t block = 0;
+  for (const auto& t : shared.tensors) {
+    if (t.layer == 0) block += t.numel();
+  }
+  CHECK(a.value().trainable_params + 11 * block == b.value().trainable_params);
+  // (Up to the allocator's 512-byte rounding of each tensor.)
+  CHECK(at_peak(b.value(), memory_category::weights) -
+            at_peak(a.value(), memory_category::weights) ==
+        doctest::Approx(static_cast<double>(11 * block * 4)).epsilon(0.01));
+  // Under FSDP each rank keeps a quarter of the difference, and every block still runs (and
+  // gathers) its parameters: the same activations.
+  c.sharding = data_parallel::fsdp_full_shard;
+  c.dp_degree = 4;
+  auto fsdp_shared = estimate_training_step(shared, c, gpu_spec{});
+  auto fsdp_own = estimate_training_step(own, c, gpu_spec{});
+  REQUIRE(fsdp_shared.ok());
+  REQUIRE(fsdp_own.ok());
+  CHECK(fsdp_shared.value().saved_activation_bytes == fsdp_own.value().saved_activation_bytes);
+  CHECK(at_peak(fsdp_own.value(), memory_category::weights) -
+            at_peak(fsdp_shared.value(), memory_category::weights) ==
+        doctest::Approx(static_cast<double>(11 * block * 4 / 4)).epsilon(0.01));
+  // ZeRO-3 gathers the shared block for each block that runs it: with a small vocabulary, the
+  // busiest moment has one whole block gathered in 16 bits.
+  config["num_hidden_groups"] = 1;
+  config["vocab_size"] = 1000;
+  config["hidden_size"] = 2048;
+  config["intermediate_size"] = 8192;
+  config["num_attention_heads"] = 16;
+  auto wide = parse_model_config(config, {}, "c");
+  REQUIRE(wide.ok());
+  std::uint64_t wide_block = 0;
+  for (const auto& t : wide.value().tensors) {
+    if (t.layer == 0) wide_block += t.numel();
+  }
+  training_config z = c;
+  z.sharding = data_parallel::zero3;
+  z.dp_degree = 8;
+  z.grad_ckpt = true;
+  z.micro_batch = 1;
+  z.seq_len = 128;
+  auto zero3 = estimate_training_step(wide.value(), z, gpu_spec{});
+  REQUIRE(zero3.ok());
+  CHECK(at_peak(zero3.value(), memory_category::gathered_params) >=
+        static_cast<double>(2 * wide_block));
+  // A pipeline cannot split one set of parameters over its stages.
+  c.sharding = data_parallel::none;
+  c.dp_degree = 1;
+  c.pp_degree = 2;
+  auto piped = estimate_training_step(shared, c, gpu_spec{});
+  REQUIRE_FALSE(piped.ok());
+  CHECK(piped.failure().field == "parallel.pp");
+}
+
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
                 tensor_role::attention,

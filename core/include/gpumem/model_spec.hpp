@@ -77,6 +77,9 @@ struct layer_spec {
   bool cross_attention = false;             // T5 decoder blocks
   bool moe = false;                         // routed experts in this block
   std::uint64_t mlp_intermediate = 0;       // dense MLP width (0 in MoE blocks without one)
+  // ALBERT's cross-layer sharing: the block whose parameters this one runs again (-1: its own).
+  // Shared tensors belong to the first block that runs them.
+  int shares_params_of = -1;
 };
 
 struct moe_spec {
@@ -147,5 +150,12 @@ struct model_spec {
   std::vector<tensor_spec> tensors;   // registration order
   std::vector<std::string> warnings;  // how ambiguous or unknown input was read
 };
+
+// The block whose tensors block `layer` runs: its own, or the one it shares them with.
+inline int parameter_block(const model_spec& spec, int layer) {
+  if (layer < 0 || static_cast<std::size_t>(layer) >= spec.layers.size()) return layer;
+  const int shared = spec.layers[static_cast<std::size_t>(layer)].shares_params_of;
+  return shared >= 0 ? shared : layer;
+}
 
 }  // namespace gpumem
