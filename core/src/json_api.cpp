@@ -386,6 +386,8 @@ std::string detailed_estimate(const json& request, training_context& c) {
     if (layout.offload.any())
       checkpoint_load_bytes(c.model.spec, workload.value(), ranks_per_node(c.cluster), host);
     if (layout.gemini_auto) keep_chunks_off_host(host, gemini_kept);
+    if (auto too_large = check_node_totals(host, ranks_per_node(c.cluster)))
+      return respond_error(*too_large);
     ordered_json part = offload_json(host, c.cluster);
     all_fit = all_fit && part["fits_host_ram"].get<bool>() && part["fits_nvme"].get<bool>();
     result["fits"] = all_fit;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpumem/param_count.hpp"
+
 namespace gpumem {
 
 namespace {
@@ -186,6 +188,18 @@ void checkpoint_load_bytes(const model_spec& spec, const training_config& config
 
 std::uint64_t host_ram_needed_per_node(const host_footprint& f, std::uint64_t ranks_per_node) {
   return std::max(f.host_bytes * ranks_per_node, f.load_bytes * f.loading_ranks);
+}
+
+std::optional<error> check_node_totals(const host_footprint& f, std::uint64_t ranks_per_node) {
+  const std::uint64_t most = std::max({f.host_bytes, f.nvme_bytes, f.load_bytes});
+  if (ranks_per_node == 0 || most <= max_exact_count / ranks_per_node) return std::nullopt;
+  return error{
+      "request.too_large", "workload.seq_len",
+      "[workload.seq_len] the offloaded run would put more than 2^53 bytes in one node's host "
+      "memory or NVMe (" +
+          std::to_string(ranks_per_node) +
+          " ranks a node); the accepted range is up to 9007199254740992 bytes: use a "
+          "shorter sequence, a smaller micro-batch or fewer GPUs per node"};
 }
 
 double offload_seconds(const host_footprint& f, double compute_s, double host_link_bytes_per_s,

@@ -334,7 +334,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       f.host = offload_footprint(spec, config, f.estimate);
       // Host budgets are checked for offloaded runs (as the estimate does).
       if (config.offload.any()) checkpoint_load_bytes(spec, config, per_node, f.host);
-      f.fits = f.gpu <= usable &&
+      f.fits = f.gpu <= usable && !check_node_totals(f.host, per_node) &&
                (cluster.host_ram_bytes == 0 ||
                 host_ram_needed_per_node(f.host, per_node) <= cluster.host_ram_bytes) &&
                (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes);
@@ -366,6 +366,11 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.fits = good > 0;
     const std::uint64_t batch = c.fits ? good : 1;
     const footprint f = at(batch);
+    if (auto too_large = check_node_totals(f.host, per_node)) {
+      c.valid = false;
+      c.note = too_large->message;
+      return c;
+    }
     c.at_max.last_rank = cluster.gpus - 1;
     c.at_max.peak_bytes = f.gpu;
     c.at_max.fits = c.fits;

@@ -314,5 +314,17 @@ TEST_CASE("host RAM while the checkpoint loads: rank 0 under FSDP, a shard per r
   CHECK(f.loading_ranks == 8);
 }
 
+TEST_CASE("a node's host and NVMe totals stay within 2^53 bytes, else the request is refused") {
+  host_footprint f;
+  f.host_bytes = 1ULL << 50;
+  CHECK_FALSE(check_node_totals(f, 8).has_value());  // exactly 2^53 per node
+  const auto refused = check_node_totals(f, 9);
+  REQUIRE(refused.has_value());
+  CHECK(refused->code == "request.too_large");
+  f.host_bytes = 0;
+  f.nvme_bytes = (1ULL << 50) + 1;
+  CHECK(check_node_totals(f, 8).has_value());
+}
+
 }  // namespace
 }  // namespace gpumem

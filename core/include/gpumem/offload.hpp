@@ -5,11 +5,13 @@
 // size and default is sourced in docs/methodology.md ("Offloading").
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "gpumem/estimate.hpp"
 #include "gpumem/hardware.hpp"
 #include "gpumem/model_spec.hpp"
+#include "gpumem/result.hpp"
 #include "gpumem/training_step.hpp"
 
 namespace gpumem {
@@ -50,6 +52,10 @@ host_footprint offload_footprint(const model_spec& spec, const training_config& 
 // The host RAM a node needs: its ranks' host side during the step, or the checkpoint being
 // loaded if that is more.
 std::uint64_t host_ram_needed_per_node(const host_footprint& f, std::uint64_t ranks_per_node);
+
+// A node's host RAM or NVMe past 2^53 bytes (one rank's side times the node's ranks), which JSON
+// numbers cannot carry exactly: refused as request.too_large rather than rounded.
+std::optional<error> check_node_totals(const host_footprint& f, std::uint64_t ranks_per_node);
 
 // Seconds the offload adds to a step that computes for `compute_s`: PCIe copies overlap the
 // compute (DeepSpeed overlap_comm and parameter prefetch, FSDP's CPU-offload streams) and count
