@@ -29,8 +29,9 @@ Usage:
                                                M is a preset id or a path to config.json
   gpumem estimate --model M --micro-batch B [--seq-len S] [--gpu G] [--json]
                   detailed (default): [--phase train|forward_backward]
-                    [--finetune full|lora|dora|llama_adapter_v1|llama_adapter_v2 (litgpt)]
+                    [--finetune full|lora|dora|ia3|llama_adapter_v1|llama_adapter_v2 (litgpt)]
                     [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
+                    [--ia3-targets k_proj,v_proj,down_proj (PEFT IA3's default)]
                     [--weights bf16|fp16|fp32|int8|nf4|fp4|nf4_double_quant (quantised LoRA base)
                      [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
@@ -339,17 +340,20 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
   if (args.options.count("grad-accumulation")) {
     request["workload"]["grad_accumulation"] = number_option(args.options.at("grad-accumulation"));
   }
+  const auto module_list = [&](const char* flag) {
+    ordered_json targets = ordered_json::array();
+    std::stringstream list(args.options.at(flag));
+    for (std::string item; std::getline(list, item, ',');) targets.push_back(item);
+    return targets;
+  };
   if (args.options.count("lora-r") || args.options.count("lora-targets")) {
     ordered_json lora = ordered_json::object();
     if (args.options.count("lora-r")) lora["r"] = number_option(args.options.at("lora-r"));
-    if (args.options.count("lora-targets")) {
-      ordered_json targets = ordered_json::array();
-      std::stringstream list(args.options.at("lora-targets"));
-      for (std::string item; std::getline(list, item, ',');) targets.push_back(item);
-      lora["targets"] = targets;
-    }
+    if (args.options.count("lora-targets")) lora["targets"] = module_list("lora-targets");
     request["workload"]["lora"] = lora;
   }
+  if (args.options.count("ia3-targets"))
+    request["workload"]["ia3"] = {{"targets", module_list("ia3-targets")}};
   if (args.options.count("metric")) request["metric"] = args.options.at("metric");
   // Inference: generation length, weight-format details and the KV cache.
   for (const auto& [flag, field] : {std::pair<const char*, const char*>{"new-tokens", "new_tokens"},

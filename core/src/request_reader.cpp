@@ -516,10 +516,10 @@ result<training_config> read_detailed_workload(const json& request, const model_
                                                bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
-  if (auto e = unknown_keys(
-          workload, "workload",
-          {"phase", "finetune", "lora", "weights", "compute", "optimizer", "micro_batch", "seq_len",
-           "grad_ckpt", "grad_accumulation", "attention", "framework", "kbit_preparation"})) {
+  if (auto e = unknown_keys(workload, "workload",
+                            {"phase", "finetune", "lora", "ia3", "weights", "compute", "optimizer",
+                             "micro_batch", "seq_len", "grad_ckpt", "grad_accumulation",
+                             "attention", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -529,8 +529,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
     return choose(in, key, fallback, accepted);
   };
   const auto phase = choice("phase", "train", {"train", "forward_backward"});
-  const auto finetune =
-      choice("finetune", "full", {"full", "lora", "dora", "llama_adapter_v1", "llama_adapter_v2"});
+  const auto finetune = choice(
+      "finetune", "full", {"full", "lora", "dora", "ia3", "llama_adapter_v1", "llama_adapter_v2"});
   const auto compute =
       choice("compute", "amp_bf16", {"fp32", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
   const auto optimizer =
@@ -593,6 +593,13 @@ result<training_config> read_detailed_workload(const json& request, const model_
                        "\"litgpt\""};
     }
   }
+  if (out.finetune != finetune_kind::lora && workload.contains("lora")) {
+    return error{"request.invalid_value", "workload.lora",
+                 "[workload.lora] applies to finetune lora or dora"};
+  }
+  if (out.finetune != finetune_kind::ia3 && workload.contains("ia3")) {
+    return error{"request.invalid_value", "workload.ia3", "[workload.ia3] applies to finetune ia3"};
+  }
   if (out.finetune != finetune_kind::full) {
     if (out.finetune == finetune_kind::lora) {
       const json& lora = member(workload, "lora");
@@ -612,9 +619,24 @@ result<training_config> read_detailed_workload(const json& request, const model_
       }
       if (out.lora_targets.empty())
         out.lora_targets = {"q_proj", "v_proj"};  // PEFT's Llama default
-    } else if (workload.contains("lora")) {
-      return error{"request.invalid_value", "workload.lora",
-                   "[workload.lora] applies to finetune lora or dora"};
+    }
+    if (out.finetune == finetune_kind::ia3) {
+      const json& ia3 = member(workload, "ia3");
+      if (auto e = unknown_keys(ia3, "workload.ia3", {"targets"})) return *e;
+      config_reader ia3_in(ia3, "workload.ia3", "request");
+      const bool all_linear =
+          ia3.is_object() && ia3.contains("targets") && ia3.at("targets") == "all-linear";
+      out.lora_targets =
+          all_linear ? std::vector<std::string>{"all-linear"} : ia3_in.text_list("targets");
+      if (auto problem = ia3_in.problem("")) return *problem;
+      if (ia3.is_object() && ia3.contains("targets") && out.lora_targets.empty()) {
+        return error{"request.invalid_value", "workload.ia3.targets",
+                     "[workload.ia3.targets] must name at least one module (or all-linear); "
+                     "leave it out for k_proj, v_proj and down_proj"};
+      }
+      // PEFT's Llama default (TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING), read by role
+      // in other families: the key and value projections and the MLP's output projection.
+      if (out.lora_targets.empty()) out.lora_targets = {"k_proj", "v_proj", "down_proj"};
     }
     const std::string weights = in.text("weights", "bf16");
     if (auto problem = in.problem("")) return *problem;

@@ -140,9 +140,10 @@ bool names_role(const std::string& target, const tensor_spec& t, const std::stri
   return false;
 }
 
-bool lora_target(const training_config& config, const tensor_spec& t) {
+// Whether `t` is one of the adapter targets (LoRA's or IA3's) as PEFT matches module names.
+bool adapter_target(const training_config& config, const tensor_spec& t) {
   // (transformers 5's MoE router is a bare parameter, not an nn.Linear)
-  if (config.finetune != finetune_kind::lora || t.role == tensor_role::router) return false;
+  if (t.role == tensor_role::router) return false;
   if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
     return false;
   const std::string module = module_of(t.name);
@@ -153,6 +154,17 @@ bool lora_target(const training_config& config, const tensor_spec& t) {
   }
   return false;
 }
+
+bool lora_target(const training_config& config, const tensor_spec& t) {
+  return config.finetune == finetune_kind::lora && adapter_target(config, t);
+}
+
+// PEFT IA3 (tuners/ia3/layer.py Linear): a learned vector scales the output of each target, or
+// the input of a feedforward target (the MLP's output projection, PEFT's feedforward_modules).
+bool ia3_target(const training_config& config, const tensor_spec& t) {
+  return config.finetune == finetune_kind::ia3 && adapter_target(config, t);
+}
+bool ia3_scales_input(const tensor_spec& t) { return role_of(t) == linear_role::mlp_out; }
 
 // A tied LM head is still an nn.Linear module (sharing the embedding's weight) that PEFT adapts.
 bool tied_head_target(const model_spec& spec, const training_config& config) {
@@ -366,6 +378,28 @@ block_memory unsloth_block(const step_context& ctx, int layer_index) {
   return m;
 }
 
+// What PEFT's IA3 adds to a target linear (tuners/ia3/layer.py Linear.forward), its vector in
+// the adapter dtype a. A feedforward target casts its input to a (a copy unless it is a
+// already), keeps it for the vector's gradient, and casts the scaled product back for the frozen
+// linear; any other target keeps the linear's output for the vector's gradient and scales it into
+// dtype max(a, c) before casting it back.
+void ia3_terms(block_memory& m, const step_context& ctx, const tensor_spec& w,
+               std::uint64_t in_elems, std::uint64_t input_bytes, bool& shared_saved) {
+  const std::uint64_t a = ctx.adapter_bytes;
+  if (ia3_scales_input(w)) {
+    if (a == input_bytes) {
+      shared_saved = true;
+    } else {
+      m.saved.push_back(in_elems * a);
+    }
+    m.transient = std::max(m.transient, in_elems * (a + input_bytes));
+    return;
+  }
+  const std::uint64_t out_elems = ctx.tokens * local_out(w, ctx.tp);
+  m.saved.push_back(out_elems * ctx.c);
+  m.transient = std::max(m.transient, out_elems * std::max(a, ctx.c));
+}
+
 block_memory block(const step_context& ctx, int layer_index) {
   if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
   const auto& spec = ctx.spec;
@@ -416,6 +450,7 @@ block_memory block(const step_context& ctx, int layer_index) {
                      shared);
         dropped_out = dropped_out || adapter;
         if (adapter && ctx.config.dora) dora_terms(m, ctx, *w);
+        if (ia3_target(ctx.config, *w)) ia3_terms(m, ctx, *w, elems, input_bytes, shared);
         // LLaMA-Adapter v2's adapter_scale * (linear(x) + adapter_bias) keeps the sum for the
         // scale's gradient.
         if (ctx.config.finetune == finetune_kind::llama_adapter_v2)
@@ -698,6 +733,7 @@ constexpr std::pair<const char*, finetune_kind> finetune_kinds[] = {
     {"full", finetune_kind::full},
     {"lora", finetune_kind::lora},
     {"dora", finetune_kind::lora},
+    {"ia3", finetune_kind::ia3},
     {"llama_adapter_v1", finetune_kind::llama_adapter_v1},
     {"llama_adapter_v2", finetune_kind::llama_adapter_v2}};
 }  // namespace
@@ -1064,7 +1100,8 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
 
 std::optional<error> check_lora_targets(const model_spec& spec, const training_config& config,
                                         std::vector<std::string>& unmatched) {
-  if (config.finetune != finetune_kind::lora) return std::nullopt;
+  if (config.finetune != finetune_kind::lora && config.finetune != finetune_kind::ia3)
+    return std::nullopt;
   std::vector<std::string> modules;
   for (const auto& t : spec.tensors) {
     if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d) ||
@@ -1079,7 +1116,7 @@ std::optional<error> check_lora_targets(const model_spec& spec, const training_c
     training_config one = config;
     one.lora_targets = {target};
     bool found = target == "all-linear" || tied_head_target(spec, one);
-    for (const auto& t : spec.tensors) found = found || lora_target(one, t);
+    for (const auto& t : spec.tensors) found = found || adapter_target(one, t);
     any = any || found;
     if (!found) unmatched.push_back(target);
   }
@@ -1087,10 +1124,12 @@ std::optional<error> check_lora_targets(const model_spec& spec, const training_c
   // PEFT raises "Target modules ... not found in the base model" when none matches.
   std::string names;
   for (const auto& m : modules) names += (names.empty() ? "" : ", ") + m;
-  return error{"request.invalid_value", "workload.lora.targets",
-               "[workload.lora.targets] no target names a linear module of this model; its linear "
-               "modules: " +
-                   names + " (or all-linear)"};
+  const std::string field =
+      config.finetune == finetune_kind::ia3 ? "workload.ia3.targets" : "workload.lora.targets";
+  return error{"request.invalid_value", field,
+               "[" + field +
+                   "] no target names a linear module of this model; its linear modules: " + names +
+                   " (or all-linear)"};
 }
 
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
@@ -1138,6 +1177,11 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
   if (auto e = check_unsloth(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
+  if (config.finetune == finetune_kind::ia3 &&
+      config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] ia3 is PEFT's: framework transformers"};
+  }
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
   if (pp > spec.layers.size() || config.pp_stage >= pp) {
     return error{"parallel.invalid_degree", "parallel.pp",
@@ -1364,6 +1408,15 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
             {out_features, ctx.adapter_bytes, gradient_block(t.layer), out_features, false});
       }
     }
+  }
+  for (const auto& t : spec.tensors) {
+    // IA3's vector: one value per input feature of a feedforward target, per output feature of
+    // any other (PEFT: ia3_l of shape [1, in] or [out, 1]).
+    if (!ia3_target(config, t) || !on_stage(t)) continue;
+    const std::uint64_t features = ia3_scales_input(t) ? local_in(t, tp) : local_out(t, tp);
+    tl.allocate(features * ctx.adapter_bytes, cat::adapters);
+    if (t.role != tensor_role::vision || idle_tower_steps)
+      params.push_back({features, ctx.adapter_bytes, gradient_block(t.layer), features, false});
   }
   const bool llama_adapter = config.finetune == finetune_kind::llama_adapter_v1 ||
                              config.finetune == finetune_kind::llama_adapter_v2;

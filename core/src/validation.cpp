@@ -347,9 +347,15 @@ std::string training_config_for(const json& p, training_config& config,
   const auto kind = finetune_kind_named(finetune == "qlora" ? "lora" : finetune);
   if (!kind) return "fine-tuning kind " + finetune + " is not modelled yet";
   config.finetune = *kind;
-  if (config.finetune != finetune_kind::full && config.finetune != finetune_kind::lora &&
+  if ((config.finetune == finetune_kind::llama_adapter_v1 ||
+       config.finetune == finetune_kind::llama_adapter_v2) &&
       config.framework != framework_profile::litgpt)
     return "LLaMA-Adapter is modelled as litgpt runs it";
+  if (config.finetune == finetune_kind::ia3) {
+    // The format carries no IA3 targets: PEFT's default for Llama, read by role elsewhere.
+    config.lora_targets = {"k_proj", "v_proj", "down_proj"};
+    defaults_note += "; IA3 targets PEFT's default: key, value and MLP output projections";
+  }
   config.dora = finetune == "dora";
   if (config.finetune == finetune_kind::lora) {
     const json& lora = w.value("lora", json());

@@ -212,6 +212,33 @@ TEST_CASE("an empty LoRA target list, an unknown GPU generation and a 0 FLOP/s G
   CHECK(gpt2.at("result").at("trainable_params") == 8 * (768 + 50257));
 }
 
+TEST_CASE("IA3 through the API: PEFT's default targets, its own target list, misplaced objects") {
+  const auto estimate = [](const json& workload) {
+    return call({{"command", "estimate"},
+                 {"model", "meta-llama/Llama-3.2-1B"},
+                 {"cluster", {{"gpu", "h100-sxm"}}},
+                 {"workload", workload}});
+  };
+  // Llama 3.2 1B: 16 blocks of k and v outputs (512 each, 8 KV heads of 64) and down_proj's
+  // 8192 inputs.
+  const json ia3 = estimate({{"micro_batch", 1}, {"finetune", "ia3"}});
+  REQUIRE(ia3.at("ok") == true);
+  CHECK(ia3.at("result").at("trainable_params") == 16 * (512 + 512 + 8192));
+  const json only_v =
+      estimate({{"micro_batch", 1}, {"finetune", "ia3"}, {"ia3", {{"targets", {"v_proj"}}}}});
+  REQUIRE(only_v.at("ok") == true);
+  CHECK(only_v.at("result").at("trainable_params") == 16 * 512);
+  check_error(
+      estimate({{"micro_batch", 1}, {"finetune", "ia3"}, {"ia3", {{"targets", json::array()}}}}),
+      "request.invalid_value", "workload.ia3.targets");
+  // An adapter's settings under another fine-tuning kind are refused, not ignored.
+  check_error(estimate({{"micro_batch", 1}, {"finetune", "full"}, {"lora", {{"r", 8}}}}),
+              "request.invalid_value", "workload.lora");
+  check_error(
+      estimate({{"micro_batch", 1}, {"finetune", "lora"}, {"ia3", {{"targets", {"k_proj"}}}}}),
+      "request.invalid_value", "workload.ia3");
+}
+
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
   // 10,000 levels would overflow the stack when the request's values are copied.
   const std::string deep = std::string(10000, '[') + std::string(10000, ']');

@@ -481,6 +481,41 @@ TEST_CASE("ALBERT's shared blocks: parameters once, activations for every block"
   CHECK(piped.failure().field == "parallel.pp");
 }
 
+TEST_CASE("PEFT IA3: one vector per target, and the tensors its scaling keeps, by hand") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.finetune = finetune_kind::ia3;
+  config.lora_targets = {"k_proj", "v_proj", "down_proj"};  // PEFT's Llama default
+  config.compute = compute_precision::amp_bf16;
+  config.micro_batch = 1;
+  config.seq_len = 64;
+  const auto run = [&](std::vector<std::string> targets) {
+    config.lora_targets = std::move(targets);
+    auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value();
+  };
+  // Vectors: k and v outputs (256 each) and down_proj's input (512), per block.
+  CHECK(run({"k_proj", "v_proj", "down_proj"}).trainable_params == 2 * (256 + 256 + 512));
+  // Per block (t = 64): k and v keep their bf16 outputs for the vector's gradient (2 x 2t x 256),
+  // down_proj keeps an fp32 copy of its input (4t x 512); q alone keeps 2t x 256.
+  const std::uint64_t t = 64;
+  CHECK(run({"k_proj", "v_proj", "down_proj"}).saved_activation_bytes -
+            run({"q_proj"}).saved_activation_bytes ==
+        2 * (2 * 2 * t * 256 + 4 * t * 512 - 2 * t * 256));
+  // In pure bf16 the vector is bf16: down_proj keeps its bf16 input itself (2t x 512).
+  config.compute = compute_precision::pure_bf16;
+  CHECK(run({"k_proj", "v_proj", "down_proj"}).saved_activation_bytes -
+            run({"q_proj"}).saved_activation_bytes ==
+        2 * (2 * 2 * t * 256 + 2 * t * 512 - 2 * t * 256));
+  // PEFT's, under transformers only.
+  config.framework = framework_profile::torchtune;
+  auto refused = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.failure().field == "workload.finetune");
+}
+
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
                 tensor_role::attention,

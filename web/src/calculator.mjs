@@ -14,7 +14,7 @@ const LABELS = {
     fsdp_full_shard: 'FSDP full shard', fsdp_shard_grad_op: 'FSDP grad-op', tensor_parallel: 'Tensor parallel',
     pipeline: 'Pipeline', cdp: 'LLMem CDP', adp: 'LLMem ADP', tp: 'LLMem TP',
   },
-  ft: { full: 'Full', lora: 'LoRA', qlora: 'QLoRA (4-bit base)', lora_int8: 'LoRA (8-bit base)', dora: 'DoRA' },
+  ft: { full: 'Full', lora: 'LoRA', qlora: 'QLoRA (4-bit base)', lora_int8: 'LoRA (8-bit base)', dora: 'DoRA', ia3: 'IA3' },
   precision: { amp_bf16: 'AMP bf16', amp_fp16: 'AMP fp16', pure_bf16: 'bf16 (pure)', pure_fp16: 'fp16 (pure)', fp32: 'fp32' },
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD + momentum' },
   attn: { sdpa: 'SDPA / flash', eager: 'Eager' },
@@ -208,7 +208,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       const key = el.dataset.field;
       let hidden = (inference && TRAIN_ONLY.includes(key)) || (!inference && INFERENCE_ONLY.includes(key));
       if (llmem && DETAILED_ONLY.includes(key)) hidden = true;
-      if ((key === 'r' || key === 'targets') && state.ft === 'full') hidden = true;
+      if ((key === 'r' || key === 'targets') && (state.ft === 'full' || state.ft === 'ia3')) hidden = true;
       if (key === 'mode' && inference) hidden = true;
       if (key === 'mb' && state.method === 'auto' && !inference) hidden = true;
       if (key === 'metric' && state.method === 'auto') hidden = true;

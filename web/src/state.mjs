@@ -20,7 +20,7 @@ export const FIELDS = {
     choices: ['auto', 'single', 'ddp', 'zero1', 'zero2', 'zero3', 'fsdp_full_shard',
       'fsdp_shard_grad_op', 'tensor_parallel', 'pipeline', 'cdp', 'adp', 'tp'],
   },
-  ft: { default: 'lora', choices: ['full', 'lora', 'qlora', 'lora_int8', 'dora'] },
+  ft: { default: 'lora', choices: ['full', 'lora', 'qlora', 'lora_int8', 'dora', 'ia3'] },
   r: { default: '16' },
   targets: { default: 'all-linear' },
   precision: { default: 'amp_bf16', choices: ['amp_bf16', 'amp_fp16', 'pure_bf16', 'pure_fp16', 'fp32'] },
@@ -106,7 +106,8 @@ function trainingWorkload(state, plan) {
     return w;
   }
   w.finetune = state.ft === 'qlora' || state.ft === 'lora_int8' ? 'lora' : state.ft;
-  if (state.ft !== 'full') {
+  // IA3 takes PEFT's default targets (key, value and MLP output projections).
+  if (state.ft !== 'full' && state.ft !== 'ia3') {
     const targets = state.targets.split(',').map((t) => t.trim()).filter(Boolean);
     // An empty box means the default targets (q_proj, v_proj): the field is left out.
     w.lora = targets.length ? { r: number(state.r), targets } : { r: number(state.r) };

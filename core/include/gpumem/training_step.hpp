@@ -21,7 +21,9 @@ namespace gpumem {
 // block's own q/k/v projection, added with a zero-initialised gate per head) and LLaMA-Adapter v2
 // (litgpt/adapter_v2.py: also a trainable scale and bias on every linear's output, the LM head's
 // included, and trainable norms).
-enum class finetune_kind { full, lora, llama_adapter_v1, llama_adapter_v2 };
+// What trains: everything; LoRA (or DoRA) adapters; PEFT's IA3 scaling vectors; litgpt's
+// LLaMA-Adapter prompts.
+enum class finetune_kind { full, lora, ia3, llama_adapter_v1, llama_adapter_v2 };
 // fp32; autocast mixed precision (fp32 trainable weights and states, 16-bit matmuls); pure
 // 16-bit (weights, gradients and states all 16-bit, no master copy).
 enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
@@ -109,7 +111,10 @@ struct offload_placement {
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
   std::uint64_t lora_rank = 8;
-  std::vector<std::string> lora_targets;  // module names (q_proj, ...) or "all-linear"
+  // LoRA's, or IA3's, target modules: names (q_proj, ...) or "all-linear"; IA3 scales the
+  // outputs of its targets, and the inputs of MLP output projections (PEFT's feedforward
+  // modules, down_proj).
+  std::vector<std::string> lora_targets;
   // DoRA (PEFT use_dora): each adapted linear also trains a magnitude vector and renormalises
   // its weight in every forward.
   bool dora = false;
