@@ -253,10 +253,14 @@ int params_command(const arguments& args) {
   std::cout << groups.render() << "\n";
   gpumem::cli::table blocks({"blocks", "stack", "attention", "mlp", "norms", "per block"});
   for (const auto& b : r["blocks"]) {
-    blocks.row({std::to_string(b["first"].get<int>()) + "-" + std::to_string(b["last"].get<int>()),
-                std::string(b["stack"]) + (b["moe"].get<bool>() ? " (MoE)" : ""),
-                count_text(b["attention"]), count_text(b["mlp"]), count_text(b["norm"]),
-                count_text(b["total"])});
+    blocks.row(
+        {std::to_string(b["first"].get<int>()) + "-" + std::to_string(b["last"].get<int>()),
+         std::string(b["stack"]) + (b["moe"].get<bool>() ? " (MoE)" : "") +
+             (b["shares_params_of"].get<int>() >= 0
+                  ? " (runs block " + std::to_string(b["shares_params_of"].get<int>()) + "'s)"
+                  : ""),
+         count_text(b["attention"]), count_text(b["mlp"]), count_text(b["norm"]),
+         count_text(b["total"])});
   }
   std::cout << blocks.render();
   return 0;

@@ -83,6 +83,7 @@ ordered_json params_json(const model_spec& spec, const param_count& c) {
                       {"last", b.last},
                       {"count", b.last - b.first + 1},
                       {"moe", b.moe},
+                      {"shares_params_of", b.shares_params_of},
                       {"attention", b.attention},
                       {"mlp", b.mlp},
                       {"norm", b.norm},

@@ -43,7 +43,7 @@ bool is_mlp(tensor_role role) {
 
 bool same_size(const block_params& a, const block_params& b) {
   return a.stack == b.stack && a.attention == b.attention && a.mlp == b.mlp && a.norm == b.norm &&
-         a.moe == b.moe;
+         a.moe == b.moe && a.shares_params_of == b.shares_params_of;
 }
 
 }  // namespace
@@ -88,6 +88,7 @@ result<param_count> count_params(const model_spec& spec) {
     b.stack = spec.layers[i].stack;
     b.first = b.last = spec.layers[i].index;
     b.moe = spec.layers[i].moe;
+    b.shares_params_of = spec.layers[i].shares_params_of;
     if (!out.blocks.empty() && same_size(out.blocks.back(), b) &&
         out.blocks.back().last + 1 == b.first) {
       out.blocks.back().last = b.first;

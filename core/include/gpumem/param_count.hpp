@@ -36,6 +36,7 @@ struct block_params {
   std::uint64_t norm = 0;
   std::uint64_t total = 0;
   bool moe = false;
+  int shares_params_of = -1;  // ALBERT: these blocks run block N's parameters (counted there)
 };
 
 struct param_count {
