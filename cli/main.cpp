@@ -29,9 +29,11 @@ Usage:
                                                M is a preset id or a path to config.json
   gpumem estimate --model M --micro-batch B [--seq-len S] [--gpu G] [--json]
                   detailed (default): [--phase train|forward_backward]
-                    [--finetune full|lora|dora|ia3|llama_adapter_v1|llama_adapter_v2 (litgpt)]
+                    [--finetune full|lora|dora|ia3|prompt_tuning|llama_adapter_v1|
+                                llama_adapter_v2 (litgpt)]
                     [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
                     [--ia3-targets k_proj,v_proj,down_proj (PEFT IA3's default)]
+                    [--num-virtual-tokens N (prompt tuning)]
                     [--weights bf16|fp16|fp32|int8|nf4|fp4|nf4_double_quant (quantised LoRA base)
                      [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
@@ -358,6 +360,10 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
   }
   if (args.options.count("ia3-targets"))
     request["workload"]["ia3"] = {{"targets", module_list("ia3-targets")}};
+  if (args.options.count("num-virtual-tokens")) {
+    request["workload"]["prompt_tuning"] = {
+        {"num_virtual_tokens", number_option(args.options.at("num-virtual-tokens"))}};
+  }
   if (args.options.count("metric")) request["metric"] = args.options.at("metric");
   // Inference: generation length, weight-format details and the KV cache.
   for (const auto& [flag, field] : {std::pair<const char*, const char*>{"new-tokens", "new_tokens"},

@@ -517,9 +517,9 @@ result<training_config> read_detailed_workload(const json& request, const model_
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
   if (auto e = unknown_keys(workload, "workload",
-                            {"phase", "finetune", "lora", "ia3", "weights", "compute", "optimizer",
-                             "micro_batch", "seq_len", "grad_ckpt", "grad_accumulation",
-                             "attention", "framework", "kbit_preparation"})) {
+                            {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights",
+                             "compute", "optimizer", "micro_batch", "seq_len", "grad_ckpt",
+                             "grad_accumulation", "attention", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -530,7 +530,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
   };
   const auto phase = choice("phase", "train", {"train", "forward_backward"});
   const auto finetune = choice(
-      "finetune", "full", {"full", "lora", "dora", "ia3", "llama_adapter_v1", "llama_adapter_v2"});
+      "finetune", "full",
+      {"full", "lora", "dora", "ia3", "prompt_tuning", "llama_adapter_v1", "llama_adapter_v2"});
   const auto compute =
       choice("compute", "amp_bf16", {"fp32", "amp_fp16", "amp_bf16", "pure_fp16", "pure_bf16"});
   const auto optimizer =
@@ -599,6 +600,18 @@ result<training_config> read_detailed_workload(const json& request, const model_
   }
   if (out.finetune != finetune_kind::ia3 && workload.contains("ia3")) {
     return error{"request.invalid_value", "workload.ia3", "[workload.ia3] applies to finetune ia3"};
+  }
+  if (out.finetune != finetune_kind::prompt_tuning && workload.contains("prompt_tuning")) {
+    return error{"request.invalid_value", "workload.prompt_tuning",
+                 "[workload.prompt_tuning] applies to finetune prompt_tuning"};
+  }
+  if (out.finetune == finetune_kind::prompt_tuning) {
+    const json& prompt = member(workload, "prompt_tuning");
+    if (auto e = unknown_keys(prompt, "workload.prompt_tuning", {"num_virtual_tokens"})) return *e;
+    config_reader prompt_in(prompt, "workload.prompt_tuning", "request");
+    out.virtual_tokens = prompt_in.required({"num_virtual_tokens"}, max_positions);
+    if (auto problem = prompt_in.problem("for prompt tuning (PEFT's num_virtual_tokens)"))
+      return *problem;
   }
   if (out.finetune != finetune_kind::full) {
     if (out.finetune == finetune_kind::lora) {

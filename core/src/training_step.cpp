@@ -734,6 +734,7 @@ constexpr std::pair<const char*, finetune_kind> finetune_kinds[] = {
     {"lora", finetune_kind::lora},
     {"dora", finetune_kind::lora},
     {"ia3", finetune_kind::ia3},
+    {"prompt_tuning", finetune_kind::prompt_tuning},
     {"llama_adapter_v1", finetune_kind::llama_adapter_v1},
     {"llama_adapter_v2", finetune_kind::llama_adapter_v2}};
 }  // namespace
@@ -1147,9 +1148,31 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
                    std::to_string(sized) + "; reduce micro_batch or seq_len"};
 }
 
+namespace {
+result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
+                                        const gpu_spec& gpu);
+}  // namespace
+
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu) {
+  if (config.finetune != finetune_kind::prompt_tuning) return estimate_step(spec, config, gpu);
+  // PEFT's prompt tuning (peft_model.py PeftModelForCausalLM.forward) concatenates the virtual
+  // tokens' embeddings before every sequence's and pads the labels with -100: every block, the
+  // logits and the loss run over seq_len + num_virtual_tokens positions.
+  if (config.virtual_tokens == 0 || config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.prompt_tuning.num_virtual_tokens",
+                 "[workload.prompt_tuning.num_virtual_tokens] prompt tuning (PEFT's, framework "
+                 "transformers) needs its number of virtual tokens, 1 or more"};
+  }
+  training_config run = config;
+  run.seq_len += config.virtual_tokens;
+  return estimate_step(spec, run, gpu);
+}
+
+namespace {
+result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
+                                        const gpu_spec& gpu) {
   const bool quadratic =
       config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
   if (auto e = check_training_size(spec, config.micro_batch, config.seq_len, quadratic)) return *e;
@@ -1328,7 +1351,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 
   training_estimate out;
   for (const auto& target : unmatched_targets)
-    out.notes.push_back("LoRA target '" + target +
+    out.notes.push_back(std::string(config.finetune == finetune_kind::ia3 ? "IA3" : "LoRA") +
+                        " target '" + target +
                         "' names no linear module of this model; PEFT skips it");
   memory_timeline tl;
   // What the allocator's segments may take of the device (CUDA context and libraries aside).
@@ -1417,6 +1441,13 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
     tl.allocate(features * ctx.adapter_bytes, cat::adapters);
     if (t.role != tensor_role::vision || idle_tower_steps)
       params.push_back({features, ctx.adapter_bytes, gradient_block(t.layer), features, false});
+  }
+  if (config.finetune == finetune_kind::prompt_tuning && first_stage) {
+    // PEFT's PromptEmbedding: num_virtual_tokens rows of the token embedding's width, stepped
+    // back with the embeddings.
+    const std::uint64_t prompt = config.virtual_tokens * spec.embedding_dim;
+    tl.allocate(prompt * ctx.adapter_bytes, cat::adapters);
+    params.push_back({prompt, ctx.adapter_bytes, -1, spec.embedding_dim, true});
   }
   const bool llama_adapter = config.finetune == finetune_kind::llama_adapter_v1 ||
                              config.finetune == finetune_kind::llama_adapter_v2;
@@ -2080,5 +2111,6 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   out.peak_reserved = tl.peak_reserved();
   return out;
 }
+}  // namespace
 
 }  // namespace gpumem

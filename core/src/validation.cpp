@@ -262,6 +262,23 @@ step_time_report validate_step_time(const json& points) {
 
 namespace {
 
+// A count the source's own description states under a framework argument's name: "NAME=N",
+// "NAME: N" or "NAME N" in original_notes (up to 5 digits), else nothing.
+std::optional<std::uint64_t> argument_in_notes(const json& p, const std::string& name) {
+  const json& notes = p.value("original_notes", json());
+  if (!notes.is_string()) return std::nullopt;
+  const std::string text = notes.get<std::string>();
+  const auto at = text.find(name);
+  if (at == std::string::npos) return std::nullopt;
+  std::size_t i = at + name.size();
+  while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
+  std::size_t end = i;
+  while (end < text.size() && end - i < 5 && std::isdigit(static_cast<unsigned char>(text[end])))
+    ++end;
+  if (end == i) return std::nullopt;
+  return std::stoull(text.substr(i, end - i));
+}
+
 // The detailed estimator's request for a validation point, or a reason it cannot be read yet.
 // `defaults_note` says which documented defaults stood in for unstated details.
 std::string training_config_for(const json& p, training_config& config,
@@ -351,6 +368,12 @@ std::string training_config_for(const json& p, training_config& config,
        config.finetune == finetune_kind::llama_adapter_v2) &&
       config.framework != framework_profile::litgpt)
     return "LLaMA-Adapter is modelled as litgpt runs it";
+  if (config.finetune == finetune_kind::prompt_tuning) {
+    // The format has no field for it: PEFT's argument in the source's description.
+    const auto tokens = argument_in_notes(p, "num_virtual_tokens");
+    if (!tokens || *tokens == 0) return "prompt tuning's num_virtual_tokens not stated";
+    config.virtual_tokens = *tokens;
+  }
   if (config.finetune == finetune_kind::ia3) {
     // The format carries no IA3 targets: PEFT's default for Llama, read by role elsewhere.
     config.lora_targets = {"k_proj", "v_proj", "down_proj"};
@@ -456,25 +479,13 @@ std::string training_config_for(const json& p, training_config& config,
   // A source that names transformers' own argument in its description states the accumulation
   // its Trainer ran (TrainingArguments.gradient_accumulation_steps): "gradient_accumulation_steps
   // = N" or "gradient_accumulation_steps N" in original_notes, the source's text unchanged.
-  static const std::string hf_accumulation = "gradient_accumulation_steps";
-  const json& notes = p.value("original_notes", json());
-  if (!accumulation_stated && notes.is_string()) {
-    const std::string text = notes.get<std::string>();
-    const auto at = text.find(hf_accumulation);
-    if (at != std::string::npos) {
-      std::size_t i = at + hf_accumulation.size();
-      while (i < text.size() && (text[i] == ' ' || text[i] == '=' || text[i] == ':')) ++i;
-      std::size_t end = i;
-      while (end < text.size() && end - i < 5 &&
-             std::isdigit(static_cast<unsigned char>(text[end])))
-        ++end;
-      if (end > i) {
-        config.grad_accumulation = std::stoull(text.substr(i, end - i));
-        accumulation_stated = true;
-        if (config.grad_accumulation > 1)
-          defaults_note += "; gradient accumulation " + std::to_string(config.grad_accumulation) +
-                           " read from the source's gradient_accumulation_steps";
-      }
+  if (!accumulation_stated) {
+    if (const auto steps = argument_in_notes(p, "gradient_accumulation_steps")) {
+      config.grad_accumulation = *steps;
+      accumulation_stated = true;
+      if (*steps > 1)
+        defaults_note += "; gradient accumulation " + std::to_string(*steps) +
+                         " read from the source's gradient_accumulation_steps";
     }
   }
   // Unstated under litgpt: its fine-tuning scripts accumulate micro-batches up to their default

@@ -516,6 +516,33 @@ TEST_CASE("PEFT IA3: one vector per target, and the tensors its scaling keeps, b
   CHECK(refused.failure().field == "workload.finetune");
 }
 
+TEST_CASE("PEFT prompt tuning: virtual tokens lengthen every sequence and are all that trains") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.finetune = finetune_kind::prompt_tuning;
+  config.micro_batch = 2;
+  const auto run = [&](std::uint64_t seq_len, std::uint64_t virtual_tokens) {
+    config.seq_len = seq_len;
+    config.virtual_tokens = virtual_tokens;
+    auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value();
+  };
+  // 48 + 16 and 56 + 8 positions: the same activations; 16 or 8 rows of the 256-wide embedding.
+  const auto a = run(48, 16);
+  const auto b = run(56, 8);
+  CHECK(a.saved_activation_bytes == b.saved_activation_bytes);
+  CHECK(a.trainable_params == 16 * 256);
+  CHECK(b.trainable_params == 8 * 256);
+  CHECK(run(64, 16).saved_activation_bytes > a.saved_activation_bytes);
+  // Without its number of virtual tokens there is nothing to estimate.
+  config.virtual_tokens = 0;
+  auto missing = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.failure().field == "workload.prompt_tuning.num_virtual_tokens");
+}
+
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
                 tensor_role::attention,

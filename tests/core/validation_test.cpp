@@ -314,6 +314,28 @@ TEST_CASE("gradient accumulation: a measure option, or transformers' argument in
   CHECK(estimate(p).estimated_gib == once);
 }
 
+TEST_CASE("prompt tuning is read with the num_virtual_tokens its source names, else skipped") {
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "prompt_tuning"},
+                                  {"weights", "bf16"},
+                                  {"compute", "amp_bf16"},
+                                  {"optimizer", "adamw"},
+                                  {"micro_batch", 1},
+                                  {"seq_len", 256},
+                                  {"framework", "peft_examples"}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const auto read = [](const nlohmann::json& point) {
+    return validate_memory(nlohmann::json::array({point})).points.at(0);
+  };
+  CHECK_FALSE(read(p).scored);
+  CHECK(read(p).note.find("num_virtual_tokens") != std::string::npos);
+  p["original_notes"] = "PromptTuningConfig(task_type=CAUSAL_LM, num_virtual_tokens=20)";
+  const auto twenty = read(p);
+  REQUIRE(twenty.scored);
+  p["original_notes"] = "PromptTuningConfig(task_type=CAUSAL_LM, num_virtual_tokens=8)";
+  CHECK(read(p).estimated_gib < twenty.estimated_gib);
+}
+
 TEST_CASE("inference under scripts that run transformers' generate is read as transformers") {
   nlohmann::json p = small_point({{"phase", "inference"},
                                   {"weights", "bf16"},

@@ -21,9 +21,9 @@ namespace gpumem {
 // block's own q/k/v projection, added with a zero-initialised gate per head) and LLaMA-Adapter v2
 // (litgpt/adapter_v2.py: also a trainable scale and bias on every linear's output, the LM head's
 // included, and trainable norms).
-// What trains: everything; LoRA (or DoRA) adapters; PEFT's IA3 scaling vectors; litgpt's
-// LLaMA-Adapter prompts.
-enum class finetune_kind { full, lora, ia3, llama_adapter_v1, llama_adapter_v2 };
+// What trains: everything; LoRA (or DoRA) adapters; PEFT's IA3 scaling vectors; PEFT's prompt
+// tuning (virtual token embeddings prepended to every sequence); litgpt's LLaMA-Adapter prompts.
+enum class finetune_kind { full, lora, ia3, prompt_tuning, llama_adapter_v1, llama_adapter_v2 };
 // fp32; autocast mixed precision (fp32 trainable weights and states, 16-bit matmuls); pure
 // 16-bit (weights, gradients and states all 16-bit, no master copy).
 enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
@@ -120,6 +120,9 @@ struct training_config {
   bool dora = false;
   // LLaMA-Adapter: litgpt adapter.py Config defaults.
   std::uint64_t adapter_prompt_length = 10;
+  // Prompt tuning: PEFT's num_virtual_tokens, prepended to each sequence (the model runs and the
+  // loss spans seq_len + virtual_tokens positions).
+  std::uint64_t virtual_tokens = 0;
   std::uint64_t adapter_start_layer = 2;
   compute_precision compute = compute_precision::amp_bf16;
   std::uint64_t base_weight_bytes = 0;  // frozen LoRA base: 2 (16-bit) or 4; 0: from compute
