@@ -534,11 +534,13 @@ block_memory block(const step_context& ctx, int layer_index) {
   } else if (eager) {
     if (kv < q && !expanded_kv) m.saved.push_back(2 * c * t * q);  // repeat_kv
     // The softmax output (fp32 under autocast or when the code asks for it, as litgpt's soft
-    // cap does) and its cast back for the product with V; dropout's mask and output.
+    // cap does) and the 16-bit tensor the product with V keeps: the softmax's cast back, or,
+    // with attention dropout, dropout's output, whose backward needs only its mask (the cast
+    // then lives only until dropout has run).
     const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
     const std::uint64_t probs = fp32_softmax ? 4 : c;
     keep_quadratic(probs * scores);
-    if (probs != c) keep_quadratic(c * scores);
+    if (probs != c && spec.attention_dropout == 0) keep_quadratic(c * scores);
     if (softcap) keep_quadratic(c * scores);                              // tanh keeps its output
     if (spec.attention_dropout > 0) keep_quadratic(scores + c * scores);  // mask + output
     m.transient = std::max(m.transient, 2 * c * scores);  // scaled and masked scores

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -261,6 +262,24 @@ step_time_report validate_step_time(const json& points) {
 }
 
 namespace {
+
+// The probability a "measure option: dropout=P" assumption sets on every dropout, if any.
+std::optional<double> dropout_option(const json& p) {
+  static const std::string option = "measure option: dropout=";
+  for (const auto& a : p.value("assumptions", json::array())) {
+    if (!a.is_string()) continue;
+    const std::string text = a.get<std::string>();
+    if (text.rfind(option, 0) != 0) continue;
+    const std::string value =
+        text.substr(option.size(), text.find(' ', option.size()) - option.size());
+    char* end = nullptr;
+    const double probability = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() + value.size() || !(probability >= 0 && probability <= 1))
+      return std::nullopt;
+    return probability;
+  }
+  return std::nullopt;
+}
 
 // A count the source's own description states under a framework argument's name: "NAME=N",
 // "NAME: N" or "NAME N" in original_notes (up to 5 digits), else nothing.
@@ -620,6 +639,12 @@ memory_report validate_memory(const json& points) {
     if (!spec.value().warnings.empty()) {
       skip("model_type read as a Llama-like fallback; not scored");
       continue;
+    }
+    // gpumem's own points state the dropout probability they set on every dropout of the model
+    // config ("measure option: dropout=P"), which the format's config does not carry.
+    if (const auto dropout = dropout_option(p)) {
+      spec.value().attention_dropout = *dropout;
+      spec.value().hidden_dropout = *dropout;
     }
     gpu_spec gpu;
     const std::string gpu_id = gpu_preset_for(object_at(p, "gpu"));

@@ -543,6 +543,28 @@ TEST_CASE("PEFT prompt tuning: virtual tokens lengthen every sequence and are al
   CHECK(missing.failure().field == "workload.prompt_tuning.num_virtual_tokens");
 }
 
+TEST_CASE("eager attention under autocast keeps fp32 probabilities and one 16-bit copy, by hand") {
+  auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.finetune = finetune_kind::full;
+  config.compute = compute_precision::amp_bf16;
+  config.attention = attention_kernel::eager;
+  config.micro_batch = 2;
+  config.seq_len = 64;
+  const auto saved = [&](double dropout) {
+    spec.value().attention_dropout = dropout;
+    auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().saved_activation_bytes;
+  };
+  // Per score (2 x 4 heads x 64 x 64 a block): softmax's fp32 output and the bf16 tensor the
+  // product with V keeps -- the cast back (4 + 2 bytes), or with dropout its output, beside its
+  // one-byte mask, the cast living only until dropout has run (4 + 1 + 2): one byte more.
+  const std::uint64_t scores = 2 * 4 * 64 * 64;
+  CHECK(saved(0.1) - saved(0.0) == 2 * scores);  // two blocks
+}
+
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
                 tensor_role::attention,
@@ -1398,13 +1420,13 @@ TEST_CASE("a 16-bit module under DeepSpeed or Colossal-AI runs without autocast"
   auto converted = estimate_training_step(bert.value(), c, gpu_spec{});
   REQUIRE(autocast.ok());
   REQUIRE(converted.ok());
-  // Autocast keeps each block's fp32 softmax output beside its fp16 cast, and LayerNorm's fp32
-  // outputs; the fp16 module keeps the fp16 probabilities alone: at least 24 x 8 x 16 x 512 x 512
-  // x 4 bytes fewer.
+  // Autocast keeps each block's fp32 softmax output where the fp16 module keeps fp16 ones (both
+  // keep dropout's mask and its fp16 output for the product with V), and LayerNorm's fp32
+  // outputs: at least 24 x 8 x 16 x 512 x 512 x 2 bytes fewer.
   const double scores = 24.0 * 8 * 16 * 512 * 512;
   CHECK(at_peak(autocast.value(), memory_category::activations) -
             at_peak(converted.value(), memory_category::activations) >=
-        4 * scores);
+        2 * scores);
   // Llama-style code asks for an fp32 softmax itself: the fp16 module keeps it too.
   const auto llama = llama_1b();
   REQUIRE(llama.ok());

@@ -314,6 +314,34 @@ TEST_CASE("gradient accumulation: a measure option, or transformers' argument in
   CHECK(estimate(p).estimated_gib == once);
 }
 
+TEST_CASE("gpumem's own points set every dropout of the model through a measure option") {
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "fp32"},
+                                  {"compute", "amp_bf16"},
+                                  {"optimizer", "adamw"},
+                                  {"micro_batch", 2},
+                                  {"seq_len", 256},
+                                  {"attention", "eager"},
+                                  {"framework", "transformers"}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const auto read = [](const nlohmann::json& point) {
+    const auto r = validate_memory(nlohmann::json::array({point})).points.at(0);
+    REQUIRE(r.scored);
+    return r.estimated_gib;
+  };
+  p["assumptions"] = {
+      "measure option: dropout=0.1 (every dropout probability of the model config)"};
+  const double with_dropout = read(p);
+  p["assumptions"] = {
+      "measure option: dropout=0.0 (every dropout probability of the model config)"};
+  const double without = read(p);
+  CHECK(without < with_dropout);  // no masks
+  // Not a probability: ignored, the config's own (Llama: no attention dropout) stands.
+  p["assumptions"] = {"measure option: dropout=1.5"};
+  CHECK(read(p) == without);
+}
+
 TEST_CASE("prompt tuning is read with the num_virtual_tokens its source names, else skipped") {
   nlohmann::json p = small_point({{"phase", "train"},
                                   {"finetune", "prompt_tuning"},
