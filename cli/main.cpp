@@ -38,6 +38,7 @@ Usage:
                      [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none]
+                    [--optimizer-impl foreach|for_loop|fused (torch.optim AdamW)]
                     [--grad-ckpt | --selective-recompute (the attention core only)]
                     [--grad-accumulation N]
                     [--attention sdpa|eager]
@@ -336,6 +337,7 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
                                     {"weights", "weights"},
                                     {"compute", "compute"},
                                     {"optimizer", "optimizer"},
+                                    {"optimizer-impl", "optimizer_impl"},
                                     {"attention", "attention"},
                                     {"framework", "framework"}}) {
     if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);

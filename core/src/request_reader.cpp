@@ -516,10 +516,11 @@ result<training_config> read_detailed_workload(const json& request, const model_
                                                bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
-  if (auto e = unknown_keys(workload, "workload",
-                            {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights",
-                             "compute", "optimizer", "micro_batch", "seq_len", "grad_ckpt",
-                             "grad_accumulation", "attention", "framework", "kbit_preparation"})) {
+  if (auto e =
+          unknown_keys(workload, "workload",
+                       {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights", "compute",
+                        "optimizer", "optimizer_impl", "micro_batch", "seq_len", "grad_ckpt",
+                        "grad_accumulation", "attention", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -564,6 +565,18 @@ result<training_config> read_detailed_workload(const json& request, const model_
                   : *optimizer == "none"         ? optimizer_kind::none
                                                  : optimizer_kind::adamw;
   out.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
+  if (in.has("optimizer_impl")) {
+    const auto impl = choice("optimizer_impl", "foreach", {"foreach", "for_loop", "fused"});
+    if (auto problem = in.problem("")) return *problem;
+    if (out.optimizer != optimizer_kind::adamw) {
+      return error{"request.invalid_value", "workload.optimizer_impl",
+                   "[workload.optimizer_impl] chooses torch.optim AdamW's implementation: "
+                   "optimizer adamw or adam"};
+    }
+    out.adamw_impl = *impl == "fused"      ? adamw_implementation::fused
+                     : *impl == "for_loop" ? adamw_implementation::for_loop
+                                           : adamw_implementation::foreach;
+  }
   out.framework = *framework == "litgpt"      ? framework_profile::litgpt
                   : *framework == "torchtune" ? framework_profile::torchtune
                   : *framework == "unsloth"   ? framework_profile::unsloth

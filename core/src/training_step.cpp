@@ -2093,15 +2093,26 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         for (int id : temps) tl.free(id);
       }
     }
-    if (config.optimizer == optimizer_kind::adamw &&
-        config.framework != framework_profile::torchtune && !in_place_adam) {
-      // (torchtune's recipes use fused AdamW, which has no such list, nor do in-place kernels.)
-      // torch.optim's foreach implementation (default on CUDA) materialises sqrt(exp_avg_sq) for
-      // every parameter at once (torch/optim/adamw.py _multi_tensor_adamw: torch._foreach_sqrt).
+    const adamw_implementation impl = config.adamw_impl.value_or(
+        config.framework == framework_profile::torchtune ? adamw_implementation::fused
+                                                         : adamw_implementation::foreach);
+    if (config.optimizer == optimizer_kind::adamw && !in_place_adam &&
+        impl != adamw_implementation::fused) {
+      // (The fused kernel, which torchtune's recipes use, has no such temporaries, nor do the
+      // engines' in-place kernels.) torch.optim's foreach implementation (default on CUDA)
+      // materialises sqrt(exp_avg_sq) for every parameter at once (torch/optim/adamw.py
+      // _multi_tensor_adamw: torch._foreach_sqrt); the for-loop one (_single_tensor_adamw) one
+      // parameter's at a time, as exp_avg_sq.sqrt() and its quotient by the bias correction,
+      // alive together.
       std::vector<int> temps;
       for (const auto& p : params) {
-        temps.push_back(tl.allocate(share(p.numel * state_bytes(p.bytes), states_sharded),
-                                    cat::optimizer_temporaries));
+        const std::uint64_t bytes = share(p.numel * state_bytes(p.bytes), states_sharded);
+        temps.push_back(tl.allocate(bytes, cat::optimizer_temporaries));
+        if (impl != adamw_implementation::for_loop) continue;
+        const int quotient = tl.allocate(bytes, cat::optimizer_temporaries);
+        tl.free(temps.back());
+        tl.free(quotient);
+        temps.pop_back();
       }
       for (int id : temps) tl.free(id);
     }

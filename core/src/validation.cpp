@@ -507,6 +507,15 @@ std::string training_config_for(const json& p, training_config& config,
                          " read from the source's gradient_accumulation_steps";
     }
   }
+  // gpumem's own points name a non-default AdamW implementation the same way.
+  for (const auto& a : p.value("assumptions", json::array())) {
+    if (!a.is_string()) continue;
+    const std::string text = a.get<std::string>();
+    if (text.rfind("measure option: optimizer_impl=fused", 0) == 0)
+      config.adamw_impl = adamw_implementation::fused;
+    if (text.rfind("measure option: optimizer_impl=for_loop", 0) == 0)
+      config.adamw_impl = adamw_implementation::for_loop;
+  }
   // Unstated under litgpt: its fine-tuning scripts accumulate micro-batches up to their default
   // global batch of 128 samples (finetune/*.py TrainArgs(global_batch_size=128); lit-gpt's
   // batch_size = 128 before), gradient_accumulation_iters = 128 / (devices x micro_batch).

@@ -239,6 +239,24 @@ TEST_CASE("IA3 through the API: PEFT's default targets, its own target list, mis
       "request.invalid_value", "workload.ia3");
 }
 
+TEST_CASE("AdamW's implementation is a choice for AdamW only") {
+  const auto estimate = [](const json& workload) {
+    return call({{"command", "estimate"},
+                 {"model", "meta-llama/Llama-3.2-1B"},
+                 {"cluster", {{"gpu", "h100-sxm"}}},
+                 {"workload", workload}});
+  };
+  const json fused = estimate({{"micro_batch", 1}, {"optimizer_impl", "fused"}});
+  const json foreach = estimate({{"micro_batch", 1}, {"optimizer_impl", "foreach"}});
+  REQUIRE(fused.at("ok") == true);
+  REQUIRE(foreach.at("ok") == true);
+  CHECK(fused.at("result").at("peak_bytes") < foreach.at("result").at("peak_bytes"));
+  check_error(estimate({{"micro_batch", 1}, {"optimizer", "sgd"}, {"optimizer_impl", "fused"}}),
+              "request.invalid_value", "workload.optimizer_impl");
+  check_error(estimate({{"micro_batch", 1}, {"optimizer_impl", "apex"}}), "request.invalid_value",
+              "workload.optimizer_impl");
+}
+
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
   // 10,000 levels would overflow the stack when the request's values are copied.
   const std::string deep = std::string(10000, '[') + std::string(10000, ']');

@@ -565,6 +565,33 @@ TEST_CASE("eager attention under autocast keeps fp32 probabilities and one 16-bi
   CHECK(saved(0.1) - saved(0.0) == 2 * scores);  // two blocks
 }
 
+TEST_CASE(
+    "AdamW's implementation: foreach's square roots of every state, the loop's two, fused none") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;
+  config.finetune = finetune_kind::full;
+  config.compute = compute_precision::amp_bf16;  // fp32 parameters and states
+  config.micro_batch = 1;
+  config.seq_len = 8;  // the optimizer step is the busiest moment
+  const auto temporaries = [&](adamw_implementation impl) {
+    config.adamw_impl = impl;
+    auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+    REQUIRE(e.ok());
+    return at_peak(e.value(), memory_category::optimizer_temporaries);
+  };
+  std::uint64_t all = 0;
+  std::uint64_t largest = 0;
+  for (const auto& t : spec.value().tensors) {
+    all += allocator_round(4 * t.numel());
+    largest = std::max(largest, allocator_round(4 * t.numel()));
+  }
+  CHECK(temporaries(adamw_implementation::foreach) ==
+        doctest::Approx(static_cast<double>(all)).epsilon(0.01));
+  CHECK(temporaries(adamw_implementation::for_loop) == static_cast<double>(2 * largest));
+  CHECK(temporaries(adamw_implementation::fused) == 0);
+}
+
 TEST_CASE("tensor parallelism splits block linears, the vocabulary, and nothing else") {
   tensor_spec q{"model.layers.0.self_attn.q_proj.weight",
                 tensor_role::attention,

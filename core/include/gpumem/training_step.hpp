@@ -28,6 +28,9 @@ enum class finetune_kind { full, lora, ia3, prompt_tuning, llama_adapter_v1, lla
 // 16-bit (weights, gradients and states all 16-bit, no master copy).
 enum class compute_precision { fp32, amp_fp16, amp_bf16, pure_fp16, pure_bf16 };
 enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, none };
+// torch.optim AdamW's implementation: foreach (multi-tensor, PyTorch's default on CUDA), a
+// Python loop over the parameters (foreach=False), or the fused kernel (fused=True).
+enum class adamw_implementation { foreach, for_loop, fused };
 enum class attention_kernel { eager, sdpa };
 // How a frozen LoRA base stores its block linear layers: 16/32-bit, or bitsandbytes 4-bit
 // (QLoRA) with fp32 absmax per 64-weight block, or with those absmax quantised to 8 bits and a
@@ -133,6 +136,9 @@ struct training_config {
   bool kbit_preparation = true;
   std::uint64_t optimizer_state_bytes = 0;  // 0: the parameters' dtype (torch.optim)
   optimizer_kind optimizer = optimizer_kind::adamw;
+  // torch.optim AdamW's implementation; unset: the framework's (torchtune's recipes fuse, the
+  // rest take PyTorch's foreach default).
+  std::optional<adamw_implementation> adamw_impl;
   bool optimizer_step = true;  // false: forward and backward only
   std::uint64_t micro_batch = 1;
   std::uint64_t seq_len = 512;
