@@ -441,7 +441,10 @@ std::string training_config_for(const json& p, training_config& config,
   } else if (optimizer == "adafactor") {
     config.optimizer = optimizer_kind::adafactor;
   } else if (optimizer == "sgd") {
-    config.optimizer = optimizer_kind::sgd;  // torch.optim.SGD's default: no momentum
+    // torch.optim.SGD's default has no momentum and so no state; a stated optimizer_state is
+    // the momentum buffer's dtype (validation README: "dtype of the optimizer moments").
+    config.optimizer = w.value("optimizer_state", json()).is_string() ? optimizer_kind::sgd_momentum
+                                                                      : optimizer_kind::sgd;
   } else if (optimizer == "none" && phase == "forward_backward") {
     config.optimizer = optimizer_kind::none;
   } else if (optimizer == "none" && !w.value("optimizer", json()).is_string()) {

@@ -342,6 +342,27 @@ TEST_CASE("gpumem's own points set every dropout of the model through a measure 
   CHECK(read(p) == without);
 }
 
+TEST_CASE("SGD with a stated optimizer_state is SGD with momentum: the state is its buffer") {
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "fp32"},
+                                  {"compute", "fp32"},
+                                  {"optimizer", "sgd"},
+                                  {"optimizer_state", nullptr},
+                                  {"micro_batch", 1},
+                                  {"seq_len", 16},
+                                  {"framework", "transformers"}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const auto read = [](const nlohmann::json& point) {
+    const auto r = validate_memory(nlohmann::json::array({point})).points.at(0);
+    REQUIRE(r.scored);
+    return r.estimated_gib;
+  };
+  const double plain = read(p);
+  p["workload"]["optimizer_state"] = "fp32";
+  CHECK(read(p) > plain);  // an fp32 momentum buffer per parameter
+}
+
 TEST_CASE("prompt tuning is read with the num_virtual_tokens its source names, else skipped") {
   nlohmann::json p = small_point({{"phase", "train"},
                                   {"finetune", "prompt_tuning"},
