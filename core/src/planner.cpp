@@ -377,8 +377,9 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.at_max.components = peak_components(f.estimate, "device_used", cluster.cuda_context_bytes);
     c.host_bytes_per_node = host_ram_needed_per_node(f.host, per_node);
     c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
-    c.speed =
-        estimate_step_time(spec, counts, cluster, c.parallel, batch, workload.seq_len, timing);
+    // (Prompt tuning runs its virtual tokens too: positions, not the user's tokens, are timed.)
+    c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch,
+                                 workload.seq_len + workload.virtual_tokens, timing);
     if (pipeline) {
       // One micro-batch's compute on one GPU is split over the p stages; a step runs m
       // micro-batches in m + p - 1 slots (1F1B). Stage-to-stage activation sends overlap the
