@@ -82,6 +82,13 @@ nlohmann::json small_point(const nlohmann::json& workload, const nlohmann::json&
           {"gpu", {{"name", "NVIDIA H100 80GB HBM3"}, {"memory_gib", 80}}}};
 }
 
+// The one point of a one-point validation run, which must have been read.
+memory_point scored(const nlohmann::json& point) {
+  const auto read = validate_memory(nlohmann::json::array({point})).points.at(0);
+  REQUIRE(read.scored);
+  return read;
+}
+
 TEST_CASE("points with impossible sizes are skipped with a reason, never scored or crashed on") {
   // A litgpt training point whose unstated gradient accumulation divides by the micro-batch.
   const nlohmann::json base = small_point({{"phase", "train"},
@@ -293,25 +300,20 @@ TEST_CASE("gradient accumulation: a measure option, or transformers' argument in
                                   {"seq_len", 512},
                                   {"framework", "hf_trainer"}},
                                  {{"method", "single"}, {"gpus", 1}});
-  const auto estimate = [](const nlohmann::json& point) {
-    const auto read = validate_memory(nlohmann::json::array({point})).points.at(0);
-    REQUIRE(read.scored);
-    return read;
-  };
-  const double once = estimate(p).estimated_gib;
+  const double once = scored(p).estimated_gib;
   // Plain SGD frees its gradients after the step; accumulated ones live through the next
   // micro-batch's forward, beside its activations.
   p["assumptions"] = {"measure option: grad_accumulation=4"};
-  const double stated = estimate(p).estimated_gib;
+  const double stated = scored(p).estimated_gib;
   CHECK(stated > once);
   p["assumptions"] = nlohmann::json::array();
   p["original_notes"] =
       "Trainer run, per_device_train_batch_size=1, gradient_accumulation_steps=4.";
-  const auto noted = estimate(p);
+  const auto noted = scored(p);
   CHECK(noted.estimated_gib == stated);
   CHECK(noted.note.find("gradient_accumulation_steps") != std::string::npos);
   p["original_notes"] = "gradient_accumulation_steps 1 (the default)";
-  CHECK(estimate(p).estimated_gib == once);
+  CHECK(scored(p).estimated_gib == once);
 }
 
 TEST_CASE("gpumem's own points set every dropout of the model through a measure option") {
@@ -325,21 +327,16 @@ TEST_CASE("gpumem's own points set every dropout of the model through a measure 
                                   {"attention", "eager"},
                                   {"framework", "transformers"}},
                                  {{"method", "single"}, {"gpus", 1}});
-  const auto read = [](const nlohmann::json& point) {
-    const auto r = validate_memory(nlohmann::json::array({point})).points.at(0);
-    REQUIRE(r.scored);
-    return r.estimated_gib;
-  };
   p["assumptions"] = {
       "measure option: dropout=0.1 (every dropout probability of the model config)"};
-  const double with_dropout = read(p);
+  const double with_dropout = scored(p).estimated_gib;
   p["assumptions"] = {
       "measure option: dropout=0.0 (every dropout probability of the model config)"};
-  const double without = read(p);
+  const double without = scored(p).estimated_gib;
   CHECK(without < with_dropout);  // no masks
   // Not a probability: ignored, the config's own (Llama: no attention dropout) stands.
   p["assumptions"] = {"measure option: dropout=1.5"};
-  CHECK(read(p) == without);
+  CHECK(scored(p).estimated_gib == without);
 }
 
 TEST_CASE("SGD with a stated optimizer_state is SGD with momentum: the state is its buffer") {
@@ -353,14 +350,9 @@ TEST_CASE("SGD with a stated optimizer_state is SGD with momentum: the state is 
                                   {"seq_len", 16},
                                   {"framework", "transformers"}},
                                  {{"method", "single"}, {"gpus", 1}});
-  const auto read = [](const nlohmann::json& point) {
-    const auto r = validate_memory(nlohmann::json::array({point})).points.at(0);
-    REQUIRE(r.scored);
-    return r.estimated_gib;
-  };
-  const double plain = read(p);
+  const double plain = scored(p).estimated_gib;
   p["workload"]["optimizer_state"] = "fp32";
-  CHECK(read(p) > plain);  // an fp32 momentum buffer per parameter
+  CHECK(scored(p).estimated_gib > plain);  // an fp32 momentum buffer per parameter
 }
 
 TEST_CASE("prompt tuning is read with the num_virtual_tokens its source names, else skipped") {
