@@ -263,22 +263,29 @@ step_time_report validate_step_time(const json& points) {
 
 namespace {
 
-// The probability a "measure option: dropout=P" assumption sets on every dropout, if any.
-std::optional<double> dropout_option(const json& p) {
-  static const std::string option = "measure option: dropout=";
+// Details the format has no field for travel in gpumem's own points as
+// "measure option: KEY=VALUE" assumptions (validation/README.md): the VALUE of `key` (up to the
+// first space), if one is stated.
+std::optional<std::string> measure_option(const json& p, const std::string& key) {
+  const std::string option = "measure option: " + key + "=";
   for (const auto& a : p.value("assumptions", json::array())) {
     if (!a.is_string()) continue;
     const std::string text = a.get<std::string>();
-    if (text.rfind(option, 0) != 0) continue;
-    const std::string value =
-        text.substr(option.size(), text.find(' ', option.size()) - option.size());
-    char* end = nullptr;
-    const double probability = std::strtod(value.c_str(), &end);
-    if (end != value.c_str() + value.size() || !(probability >= 0 && probability <= 1))
-      return std::nullopt;
-    return probability;
+    if (text.rfind(option, 0) == 0)
+      return text.substr(option.size(), text.find(' ', option.size()) - option.size());
   }
   return std::nullopt;
+}
+
+// The probability a "measure option: dropout=P" assumption sets on every dropout, if any.
+std::optional<double> dropout_option(const json& p) {
+  const auto value = measure_option(p, "dropout");
+  if (!value) return std::nullopt;
+  char* end = nullptr;
+  const double probability = std::strtod(value->c_str(), &end);
+  if (end != value->c_str() + value->size() || !(probability >= 0 && probability <= 1))
+    return std::nullopt;
+  return probability;
 }
 
 // A count the source's own description states under a framework argument's name: "NAME=N",
@@ -480,23 +487,14 @@ std::string training_config_for(const json& p, training_config& config,
   config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
                          ? attention_kernel::eager
                          : attention_kernel::sdpa;
-  // Details the format has no field for travel in gpumem's own points as
-  // "measure option: KEY=VALUE" assumptions (validation/README.md); gradient accumulation is
-  // one that changes the peak.
-  static const std::string accumulation = "measure option: grad_accumulation=";
+  // Gradient accumulation, which changes the peak, as a measure option.
   bool accumulation_stated = false;
-  for (const auto& a : p.value("assumptions", json::array())) {
-    if (!a.is_string()) continue;
-    const std::string text = a.get<std::string>();
-    if (text.rfind(accumulation, 0) == 0) {
-      const std::string digits = text.substr(
-          accumulation.size(), text.find(' ', accumulation.size()) - accumulation.size());
-      if (digits.empty() || digits.size() > 5 ||
-          digits.find_first_not_of("0123456789") != std::string::npos)
-        return "malformed grad_accumulation option";
-      config.grad_accumulation = std::stoull(digits);
-      accumulation_stated = true;
-    }
+  if (const auto digits = measure_option(p, "grad_accumulation")) {
+    if (digits->empty() || digits->size() > 5 ||
+        digits->find_first_not_of("0123456789") != std::string::npos)
+      return "malformed grad_accumulation option";
+    config.grad_accumulation = std::stoull(*digits);
+    accumulation_stated = true;
   }
   // A source that names transformers' own argument in its description states the accumulation
   // its Trainer ran (TrainingArguments.gradient_accumulation_steps): "gradient_accumulation_steps
@@ -511,14 +509,9 @@ std::string training_config_for(const json& p, training_config& config,
     }
   }
   // gpumem's own points name a non-default AdamW implementation the same way.
-  for (const auto& a : p.value("assumptions", json::array())) {
-    if (!a.is_string()) continue;
-    const std::string text = a.get<std::string>();
-    if (text.rfind("measure option: optimizer_impl=fused", 0) == 0)
-      config.adamw_impl = adamw_implementation::fused;
-    if (text.rfind("measure option: optimizer_impl=for_loop", 0) == 0)
-      config.adamw_impl = adamw_implementation::for_loop;
-  }
+  const auto impl = measure_option(p, "optimizer_impl");
+  if (impl == "fused") config.adamw_impl = adamw_implementation::fused;
+  if (impl == "for_loop") config.adamw_impl = adamw_implementation::for_loop;
   // Unstated under litgpt: its fine-tuning scripts accumulate micro-batches up to their default
   // global batch of 128 samples (finetune/*.py TrainArgs(global_batch_size=128); lit-gpt's
   // batch_size = 128 before), gradient_accumulation_iters = 128 / (devices x micro_batch).
