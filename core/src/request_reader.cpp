@@ -512,6 +512,31 @@ result<std::string> read_metric(const json& request) {
   return metric;
 }
 
+namespace {
+
+// An adapter's target modules (`targets` of workload.lora or workload.ia3): module names, or
+// "all-linear" as a string or a list (PEFT takes both); `fallback`, PEFT's default, when absent.
+result<std::vector<std::string>> read_targets(const json& adapter, config_reader& in,
+                                              const std::string& field,
+                                              const std::vector<std::string>& fallback) {
+  const bool stated = adapter.is_object() && adapter.contains("targets");
+  const bool all_linear = stated && adapter.at("targets") == "all-linear";
+  auto targets = all_linear ? std::vector<std::string>{"all-linear"} : in.text_list("targets");
+  if (auto problem = in.problem("")) return *problem;
+  if (stated && targets.empty()) {
+    std::string defaults;
+    for (std::size_t i = 0; i < fallback.size(); ++i)
+      defaults += (i == 0 ? "" : i + 1 == fallback.size() ? " and " : ", ") + fallback[i];
+    return error{"request.invalid_value", field + ".targets",
+                 "[" + field +
+                     ".targets] must name at least one module (or all-linear); leave it out for " +
+                     defaults};
+  }
+  return targets.empty() ? fallback : targets;
+}
+
+}  // namespace
+
 result<training_config> read_detailed_workload(const json& request, const model_spec& model,
                                                bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
@@ -632,37 +657,20 @@ result<training_config> read_detailed_workload(const json& request, const model_
       if (auto e = unknown_keys(lora, "workload.lora", {"r", "alpha", "targets"})) return *e;
       config_reader lora_in(lora, "workload.lora", "request");
       out.lora_rank = lora_in.optional({"r"}, 8, 65536);
-      // PEFT takes "all-linear" as a string or a list.
-      const bool all_linear =
-          lora.is_object() && lora.contains("targets") && lora.at("targets") == "all-linear";
-      out.lora_targets =
-          all_linear ? std::vector<std::string>{"all-linear"} : lora_in.text_list("targets");
-      if (auto problem = lora_in.problem("")) return *problem;
-      if (lora.contains("targets") && out.lora_targets.empty()) {
-        return error{"request.invalid_value", "workload.lora.targets",
-                     "[workload.lora.targets] must name at least one module (or all-linear); "
-                     "leave it out for q_proj and v_proj"};
-      }
-      if (out.lora_targets.empty())
-        out.lora_targets = {"q_proj", "v_proj"};  // PEFT's Llama default
+      // PEFT's Llama default: q_proj and v_proj.
+      auto targets = read_targets(lora, lora_in, "workload.lora", {"q_proj", "v_proj"});
+      if (!targets.ok()) return targets.failure();
+      out.lora_targets = targets.value();
     }
     if (out.finetune == finetune_kind::ia3) {
       const json& ia3 = member(workload, "ia3");
       if (auto e = unknown_keys(ia3, "workload.ia3", {"targets"})) return *e;
       config_reader ia3_in(ia3, "workload.ia3", "request");
-      const bool all_linear =
-          ia3.is_object() && ia3.contains("targets") && ia3.at("targets") == "all-linear";
-      out.lora_targets =
-          all_linear ? std::vector<std::string>{"all-linear"} : ia3_in.text_list("targets");
-      if (auto problem = ia3_in.problem("")) return *problem;
-      if (ia3.is_object() && ia3.contains("targets") && out.lora_targets.empty()) {
-        return error{"request.invalid_value", "workload.ia3.targets",
-                     "[workload.ia3.targets] must name at least one module (or all-linear); "
-                     "leave it out for k_proj, v_proj and down_proj"};
-      }
       // PEFT's Llama default (TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING), read by role
       // in other families: the key and value projections and the MLP's output projection.
-      if (out.lora_targets.empty()) out.lora_targets = {"k_proj", "v_proj", "down_proj"};
+      auto targets = read_targets(ia3, ia3_in, "workload.ia3", {"k_proj", "v_proj", "down_proj"});
+      if (!targets.ok()) return targets.failure();
+      out.lora_targets = targets.value();
     }
     const std::string weights = in.text("weights", "bf16");
     if (auto problem = in.problem("")) return *problem;
