@@ -243,9 +243,8 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   // What no layout changes is answered as the estimate answers it, not as "nothing fits".
   std::vector<std::string> unmatched;
   if (auto e = check_lora_targets(spec, workload, unmatched)) return *e;
-  const bool quadratic =
-      workload.attention == attention_kernel::eager || workload.compute == compute_precision::fp32;
-  if (auto e = check_training_size(spec, 1, workload.seq_len, quadratic)) return *e;
+  if (auto e = check_training_size(spec, 1, workload.seq_len, may_materialise_scores(workload)))
+    return *e;
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);

@@ -1150,6 +1150,10 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
                    std::to_string(sized) + "; reduce micro_batch or seq_len"};
 }
 
+bool may_materialise_scores(const training_config& config) {
+  return config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
+}
+
 namespace {
 result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
                                         const gpu_spec& gpu);
@@ -1175,9 +1179,9 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 namespace {
 result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
                                         const gpu_spec& gpu) {
-  const bool quadratic =
-      config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
-  if (auto e = check_training_size(spec, config.micro_batch, config.seq_len, quadratic)) return *e;
+  if (auto e = check_training_size(spec, config.micro_batch, config.seq_len,
+                                   may_materialise_scores(config)))
+    return *e;
   std::vector<std::string> unmatched_targets;
   if (auto e = check_lora_targets(spec, config, unmatched_targets)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)

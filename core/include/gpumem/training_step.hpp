@@ -218,6 +218,9 @@ std::optional<error> check_lora_targets(const model_spec& spec, const training_c
 // request.too_large beyond largest_sized_micro_batch.
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
                                          std::uint64_t seq_len, bool quadratic_attention);
+// Whether the attention of `config` may materialise its scores (eager attention, or fp32, which
+// SDPA can send to its math kernel), for the size bound above.
+bool may_materialise_scores(const training_config& config);
 
 // Fails with mode.unsupported_model for architectures the step model does not cover yet, and
 // with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width
