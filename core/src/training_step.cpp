@@ -680,8 +680,8 @@ block_memory block(const step_context& ctx, int layer_index) {
 }
 
 // What the output layer projects and the loss reads: every position onto the (rank's share of
-// the) vocabulary for language-model heads; for BERT's classification heads the pooled first
-// token (sequence classification) or every token (token classification, question answering:
+// the) vocabulary for language-model heads; for BERT's and ALBERT's classification heads the pooled
+// first token (sequence classification) or every token (token classification, question answering:
 // start and end) onto the classifier's outputs (transformers BertFor* forward).
 struct output_shape {
   std::uint64_t rows = 0;
@@ -699,8 +699,10 @@ output_shape output_of(const model_spec& spec, const training_config& config, st
         t.name.find("pooler") == std::string::npos)
       labels = t.shape[0];
   }
-  const bool pooled = spec.architecture.find("SequenceClassification") != std::string::npos ||
-                      spec.architecture == "BertModel" || spec.architecture == "AlbertModel";
+  // The bare encoders (BertModel, AlbertModel) are read by their pooled output too.
+  const std::string& head = spec.architecture;
+  const bool bare = head.size() >= 5 && head.compare(head.size() - 5, 5, "Model") == 0;
+  const bool pooled = head.find("SequenceClassification") != std::string::npos || bare;
   return {pooled ? config.micro_batch : tokens, labels};
 }
 
