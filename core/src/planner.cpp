@@ -242,7 +242,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
   // What no layout changes is answered as the estimate answers it, not as "nothing fits".
   std::vector<std::string> unmatched;
-  if (auto e = check_lora_targets(spec, workload, unmatched)) return *e;
+  if (auto e = check_adapter_targets(spec, workload, unmatched)) return *e;
   if (auto e = check_training_size(spec, 1, workload.seq_len, may_materialise_scores(workload)))
     return *e;
   const method* begin = cluster.gpus > 1 ? multi : one;

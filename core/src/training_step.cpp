@@ -1103,8 +1103,8 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
   return static_cast<std::uint64_t>(std::min((limit - fixed) / per_sequence, 1e15));
 }
 
-std::optional<error> check_lora_targets(const model_spec& spec, const training_config& config,
-                                        std::vector<std::string>& unmatched) {
+std::optional<error> check_adapter_targets(const model_spec& spec, const training_config& config,
+                                           std::vector<std::string>& unmatched) {
   if (config.finetune != finetune_kind::lora && config.finetune != finetune_kind::ia3)
     return std::nullopt;
   std::vector<std::string> modules;
@@ -1185,7 +1185,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                                    may_materialise_scores(config)))
     return *e;
   std::vector<std::string> unmatched_targets;
-  if (auto e = check_lora_targets(spec, config, unmatched_targets)) return *e;
+  if (auto e = check_adapter_targets(spec, config, unmatched_targets)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
     return estimate_training_step(litgpt_model(spec), config, gpu);
   if ((config.finetune == finetune_kind::llama_adapter_v1 ||

@@ -211,10 +211,10 @@ struct training_estimate {
 // sequence does.
 std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t seq_len,
                                         bool quadratic_attention);
-// LoRA targets: fails (request.invalid_value) when none names a linear module of the model, as
-// PEFT does; the ones that match nothing are added to `unmatched`.
-std::optional<error> check_lora_targets(const model_spec& spec, const training_config& config,
-                                        std::vector<std::string>& unmatched);
+// LoRA or IA3 targets: fails (request.invalid_value) when none names a linear module of the model,
+// as PEFT does; the ones that match nothing are added to `unmatched`.
+std::optional<error> check_adapter_targets(const model_spec& spec, const training_config& config,
+                                           std::vector<std::string>& unmatched);
 // request.too_large beyond largest_sized_micro_batch.
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
                                          std::uint64_t seq_len, bool quadratic_attention);
