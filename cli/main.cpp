@@ -42,6 +42,7 @@ Usage:
                     [--grad-ckpt | --selective-recompute (the attention core only)]
                     [--grad-accumulation N]
                     [--attention sdpa|eager]
+                    [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
                     [--framework transformers|litgpt|torchtune|unsloth]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
@@ -339,6 +340,7 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
                                     {"optimizer", "optimizer"},
                                     {"optimizer-impl", "optimizer_impl"},
                                     {"attention", "attention"},
+                                    {"loss", "loss"},
                                     {"framework", "framework"}}) {
     if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
   }

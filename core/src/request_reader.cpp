@@ -541,11 +541,11 @@ result<training_config> read_detailed_workload(const json& request, const model_
                                                bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
-  if (auto e =
-          unknown_keys(workload, "workload",
-                       {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights", "compute",
-                        "optimizer", "optimizer_impl", "micro_batch", "seq_len", "grad_ckpt",
-                        "grad_accumulation", "attention", "framework", "kbit_preparation"})) {
+  if (auto e = unknown_keys(
+          workload, "workload",
+          {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights", "compute", "optimizer",
+           "optimizer_impl", "micro_batch", "seq_len", "grad_ckpt", "grad_accumulation",
+           "attention", "loss", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -566,6 +566,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
   const auto framework =
       choice("framework", "transformers", {"transformers", "litgpt", "torchtune", "unsloth"});
+  const auto loss = choice("loss", "model", {"model", "plain_cross_entropy"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only).
@@ -606,6 +607,12 @@ result<training_config> read_detailed_workload(const json& request, const model_
                   : *framework == "torchtune" ? framework_profile::torchtune
                   : *framework == "unsloth"   ? framework_profile::unsloth
                                               : framework_profile::transformers;
+  out.loss = *loss == "plain_cross_entropy" ? loss_kind::plain_cross_entropy : loss_kind::model;
+  if (out.loss != loss_kind::model && out.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.loss",
+                 "[workload.loss] chooses how a transformers run takes its loss; litgpt, "
+                 "torchtune and unsloth take their own chunked losses: leave it out or \"model\""};
+  }
   if (out.finetune == finetune_kind::full && in.has("weights")) {
     // The stored dtype of a fully fine-tuned model (default: full_model_weight_bytes): 16-bit
     // or fp32 under autocast, what the model computes in otherwise.

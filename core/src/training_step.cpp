@@ -1748,6 +1748,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     // The largest of the chunks whose cross-entropy is a graph of its own (taken back one after
     // another); the whole output when the loss is not chunked.
     std::uint64_t chunk_elements = tv;
+    // A plain cross-entropy (training_config::loss) keeps the log-softmax in the logits' dtype
+    // outside autocast; every other loss takes it in fp32.
+    const bool plain_loss = config.loss == loss_kind::plain_cross_entropy && !litgpt && !unsloth &&
+                            config.framework != framework_profile::torchtune;
+    const std::uint64_t logit_bytes = spec.logits_fp32 ? 4 : ctx.c;
+    const std::uint64_t loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
     if (last_stage) {
       tl.phase("loss");
       if (deepspeed3) head.push_back(tl.allocate(output_root, cat::gathered_params));
@@ -1817,11 +1823,18 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         tl.free(chunks);
       } else {
         // transformers: the logits, their fp32 upcast (ForCausalLMLoss), log-softmax's output.
-        const int logits = tl.allocate((spec.logits_fp32 ? 4 : ctx.c) * tv, cat::logits_and_loss);
+        // A plain cross-entropy first copies a causal LM's logits shifted by one position
+        // (B (s - 1) rows), and casts only under autocast.
+        const int logits = tl.allocate(logit_bytes * tv, cat::logits_and_loss);
+        const int shifted = plain_loss && spec.causal
+                                ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
+                                              cat::logits_and_loss)
+                                : -1;
         const int upcast =
-            ctx.c == 4 || spec.logits_fp32 ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
-        log_softmax = tl.allocate(4 * tv, cat::logits_and_loss);
+            loss_bytes == logit_bytes ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
+        log_softmax = tl.allocate(loss_bytes * tv, cat::logits_and_loss);
         tl.free(upcast);
+        tl.free(shifted);
         tl.free(logits);
       }
     }
@@ -1958,8 +1971,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       // chunk's nodes are younger than the previous chunk's: the engine takes the highest
       // sequence number first), so only the gradients of all chunks in the logits' dtype pile up
       // (in fp32 the upcast is no node and each chunk's fp32 gradient waits for the head).
-      const int grad_nll = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
-      int grad_logits = tl.allocate(4 * chunk_elements, cat::logits_and_loss);
+      const int grad_nll = tl.allocate(loss_bytes * chunk_elements, cat::logits_and_loss);
+      int grad_logits = tl.allocate(loss_bytes * chunk_elements, cat::logits_and_loss);
       tl.free(grad_nll);
       tl.free(log_softmax);
       if (litgpt) {
@@ -1969,10 +1982,20 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         tl.free(grad_logits);
         grad_logits = -1;
       }
-      const int grad_c =
-          ctx.c == 4 && chunk_elements == tv ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
+      // The gradient in the head's dtype: cast back, gathered from the chunks, or (a plain
+      // cross-entropy of shifted logits) put into a zeroed tensor of all positions.
+      const bool shifted = plain_loss && spec.causal;
+      int grad_c = loss_bytes == ctx.c && chunk_elements == tv && !shifted
+                       ? -1
+                       : tl.allocate(ctx.c * tv, cat::logits_and_loss);
       tl.free(tl.allocate(head_dequantised, cat::activations));  // the head's input gradient
       tl.free(grad_logits);
+      if (shifted && loss_bytes != ctx.c) {
+        // The cast back is of the shifted positions; the slice's backward fills another.
+        const int unshifted = tl.allocate(ctx.c * tv, cat::logits_and_loss);
+        tl.free(grad_c);
+        grad_c = unshifted;
+      }
       if (litgpt) {
         previous_logits = kept_logits;
       } else {

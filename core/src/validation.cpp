@@ -367,6 +367,11 @@ std::string training_config_for(const json& p, training_config& config,
   if (framework == "litgpt") config.framework = framework_profile::litgpt;
   if (framework == "torchtune") config.framework = framework_profile::torchtune;
   if (framework == "unsloth") config.framework = framework_profile::unsloth;
+  if (framework == "lightning") {
+    // Lightning has no loss of its own: the LightningModule's training_step takes it.
+    config.loss = loss_kind::plain_cross_entropy;
+    defaults_note += "; loss read as the LightningModule's plain cross-entropy on the logits";
+  }
   // Buckets of DeepSpeed ZeRO-2/3 and Colossal-AI's LowLevelZero: DeepSpeed's defaults
   // (training_config) unless the launcher sets its own — Lightning's DeepSpeedStrategy
   // reduce_bucket_size 2e8 (lightning/pytorch/strategies/deepspeed.py); the HF Trainer's

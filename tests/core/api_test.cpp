@@ -257,6 +257,29 @@ TEST_CASE("AdamW's implementation is a choice for AdamW only") {
               "workload.optimizer_impl");
 }
 
+TEST_CASE("the loss is the model's or a plain cross-entropy, for transformers runs") {
+  const auto estimate = [](const json& workload) {
+    return call({{"command", "estimate"},
+                 {"model", "meta-llama/Llama-3.2-1B"},
+                 {"cluster", {{"gpu", "h100-sxm"}}},
+                 {"workload", workload}});
+  };
+  // Pure bf16: the plain loss stays in bf16 where the model's upcasts to fp32.
+  const json model = estimate({{"micro_batch", 4}, {"compute", "pure_bf16"}});
+  const json plain =
+      estimate({{"micro_batch", 4}, {"compute", "pure_bf16"}, {"loss", "plain_cross_entropy"}});
+  REQUIRE(model.at("ok") == true);
+  REQUIRE(plain.at("ok") == true);
+  CHECK(plain.at("result").at("peak_bytes") < model.at("result").at("peak_bytes"));
+  check_error(estimate({{"micro_batch", 1}, {"loss", "focal"}}), "request.invalid_value",
+              "workload.loss");
+  check_error(estimate({{"micro_batch", 1},
+                        {"finetune", "lora"},
+                        {"framework", "litgpt"},
+                        {"loss", "plain_cross_entropy"}}),
+              "request.invalid_value", "workload.loss");
+}
+
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
   // 10,000 levels would overflow the stack when the request's values are copied.
   const std::string deep = std::string(10000, '[') + std::string(10000, ']');

@@ -997,6 +997,40 @@ TEST_CASE("torchtune's chunked cross-entropy is taken back chunk by chunk") {
         doctest::Approx(tv * (2 + 4 + 0.5)).epsilon(1e-6));
 }
 
+TEST_CASE("a plain cross-entropy keeps the loss in the logits' dtype outside autocast") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = chunked_loss_run(framework_profile::transformers);
+  auto model = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.loss = loss_kind::plain_cross_entropy;
+  auto plain = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(model.ok());
+  REQUIRE(plain.ok());
+  // 4,096 tokens x 128,256 vocabulary in pure bf16. The model's loss opens the backward with its
+  // fp32 log-softmax and two fp32 gradients (12 bytes an element); the plain one with the same
+  // three in bf16 (6). Its forward held the logits, their shifted copy (one position fewer per
+  // sequence) and the log-softmax, 2 bytes each: 2 x 128,256 elements under that.
+  const double tv = 4096.0 * 128256;
+  CHECK(at_peak(model.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(12 * tv).epsilon(1e-6));
+  CHECK(at_peak(plain.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(6 * tv).epsilon(1e-6));
+  // Under autocast the plain loss's forward adds the shifted 16-bit copy to the model's (bf16
+  // logits, fp32 cast, fp32 log-softmax), and the backward is the model's.
+  config.compute = compute_precision::amp_bf16;
+  config.optimizer_step = false;
+  config.loss = loss_kind::model;
+  auto amp_model = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.loss = loss_kind::plain_cross_entropy;
+  auto amp_plain = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(amp_model.ok());
+  REQUIRE(amp_plain.ok());
+  CHECK(at_peak(amp_model.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(12 * tv).epsilon(1e-6));
+  CHECK(at_peak(amp_plain.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(12 * tv).epsilon(1e-6));
+}
+
 TEST_CASE("litgpt's fp32 logits: held until the next forward returns, their loss chunked") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());

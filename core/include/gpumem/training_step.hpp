@@ -32,6 +32,13 @@ enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, non
 // Python loop over the parameters (foreach=False), or the fused kernel (fused=True).
 enum class adamw_implementation { foreach, for_loop, fused };
 enum class attention_kernel { eager, sdpa };
+// How a transformers run takes its loss: the model's own from labels (a causal LM's
+// ForCausalLMLoss, transformers >= 4.46: the logits upcast to fp32, the labels shifted rather
+// than the logits), or a plain cross-entropy on the logits in their own dtype — a causal LM's
+// shifted first (`logits[..., :-1, :].contiguous()`), as Lightning modules, hand-written loops
+// and transformers' GPT-2 before 4.46 do; autocast still runs it in fp32 (cross_entropy is on its
+// fp32 list: PyTorch's AMP op reference), a 16-bit engine does not.
+enum class loss_kind { model, plain_cross_entropy };
 // How a frozen LoRA base stores its block linear layers: 16/32-bit, or bitsandbytes 4-bit
 // (QLoRA) with fp32 absmax per 64-weight block, or with those absmax quantised to 8 bits and a
 // second fp32 absmax per 256 of them (double quantisation), or bitsandbytes LLM.int8 (int8
@@ -152,6 +159,7 @@ struct training_config {
   // stay alive through the next forward.
   std::uint64_t grad_accumulation = 1;
   attention_kernel attention = attention_kernel::sdpa;
+  loss_kind loss = loss_kind::model;  // transformers only (litgpt, torchtune, unsloth chunk theirs)
   // Full fine-tuning: the stored parameter dtype (0: the method's own, full_model_weight_bytes).
   // A 16-bit model under AMP (DeepSpeed, Colossal-AI, Megatron) gets fp32 master weights.
   std::uint64_t full_weight_bytes = 0;
