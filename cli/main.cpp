@@ -43,6 +43,7 @@ Usage:
                     [--grad-accumulation N]
                     [--attention sdpa|eager]
                     [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
+                    [--keep-outputs: the loop holds each forward's logits until the next]
                     [--framework transformers|litgpt|torchtune|unsloth]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
@@ -99,7 +100,8 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
     if (word == "--json") {
       args.json_output = true;
     } else if (word == "--grad-ckpt" || word == "--sequence-parallel" ||
-               word == "--no-kbit-preparation" || word == "--selective-recompute") {
+               word == "--no-kbit-preparation" || word == "--selective-recompute" ||
+               word == "--keep-outputs") {
       args.options[word.substr(2)] = "true";
     } else if (word == "--help" || word == "-h" || word == "--version") {
       args.command = word == "--version" ? "version" : "help";
@@ -347,6 +349,7 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
   if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
   if (args.options.count("selective-recompute")) request["workload"]["grad_ckpt"] = "selective";
   if (args.options.count("no-kbit-preparation")) request["workload"]["kbit_preparation"] = false;
+  if (args.options.count("keep-outputs")) request["workload"]["keep_outputs"] = true;
   if (args.options.count("grad-accumulation")) {
     request["workload"]["grad_accumulation"] = number_option(args.options.at("grad-accumulation"));
   }

@@ -545,7 +545,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
           workload, "workload",
           {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights", "compute", "optimizer",
            "optimizer_impl", "micro_batch", "seq_len", "grad_ckpt", "grad_accumulation",
-           "attention", "loss", "framework", "kbit_preparation"})) {
+           "attention", "loss", "keep_outputs", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -578,6 +578,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   out.selective_recompute = ckpt.is_string();
   out.grad_ckpt = ckpt == json(true);
   out.kbit_preparation = in.flag("kbit_preparation", true);
+  out.keep_outputs = in.flag("keep_outputs", false);
   out.grad_accumulation = in.optional({"grad_accumulation"}, 1, 65536);
   if (auto problem = in.problem("required for an estimate")) return *problem;
   out.optimizer_step = *phase == "train" && *optimizer != "none";
@@ -612,6 +613,11 @@ result<training_config> read_detailed_workload(const json& request, const model_
     return error{"request.invalid_value", "workload.loss",
                  "[workload.loss] chooses how a transformers run takes its loss; litgpt, "
                  "torchtune and unsloth take their own chunked losses: leave it out or \"model\""};
+  }
+  if (out.keep_outputs && out.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.keep_outputs",
+                 "[workload.keep_outputs] describes a transformers training loop; litgpt, "
+                 "torchtune and unsloth run their own: leave it out or false"};
   }
   if (out.finetune == finetune_kind::full && in.has("weights")) {
     // The stored dtype of a fully fine-tuned model (default: full_model_weight_bytes): 16-bit

@@ -1750,8 +1750,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     std::uint64_t chunk_elements = tv;
     // A plain cross-entropy (training_config::loss) keeps the log-softmax in the logits' dtype
     // outside autocast; every other loss takes it in fp32.
-    const bool plain_loss = config.loss == loss_kind::plain_cross_entropy && !litgpt && !unsloth &&
-                            config.framework != framework_profile::torchtune;
+    const bool transformers = config.framework == framework_profile::transformers;
+    const bool plain_loss = config.loss == loss_kind::plain_cross_entropy && transformers;
+    const bool keep_outputs = config.keep_outputs && transformers;
     const std::uint64_t logit_bytes = spec.logits_fp32 ? 4 : ctx.c;
     const std::uint64_t loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
     if (last_stage) {
@@ -1826,6 +1827,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         // A plain cross-entropy first copies a causal LM's logits shifted by one position
         // (B (s - 1) rows), and casts only under autocast.
         const int logits = tl.allocate(logit_bytes * tv, cat::logits_and_loss);
+        if (keep_outputs && plain_loss) {
+          // model() returns the logits alone: the loop's variable takes them before the loss.
+          tl.free(previous_logits);
+          previous_logits = -1;
+        }
         const int shifted = plain_loss && spec.causal
                                 ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
                                               cat::logits_and_loss)
@@ -1835,7 +1841,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         log_softmax = tl.allocate(loss_bytes * tv, cat::logits_and_loss);
         tl.free(upcast);
         tl.free(shifted);
-        tl.free(logits);
+        if (keep_outputs) {
+          // The loop's `outputs` is reassigned once model() returns: the last one's logits go.
+          tl.free(previous_logits);
+          previous_logits = -1;
+          kept_logits = logits;
+        } else {
+          tl.free(logits);
+        }
       }
     }
     tl.free(residual);
@@ -1996,7 +2009,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         tl.free(grad_c);
         grad_c = unshifted;
       }
-      if (litgpt) {
+      if (litgpt || keep_outputs) {
         previous_logits = kept_logits;
       } else {
         tl.free(kept_logits);

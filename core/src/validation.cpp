@@ -372,6 +372,12 @@ std::string training_config_for(const json& p, training_config& config,
     config.loss = loss_kind::plain_cross_entropy;
     defaults_note += "; loss read as the LightningModule's plain cross-entropy on the logits";
   }
+  if (framework == "accelerate" || framework == "peft_examples" || framework == "deepspeed") {
+    // Their training loops bind `outputs = model(**batch)` and keep it through the step
+    // (accelerate's examples/nlp_example.py, PEFT's examples, DeepSpeed-Chat's step-1 main.py).
+    config.keep_outputs = true;
+    defaults_note += "; the loop read as holding each forward's outputs until the next";
+  }
   // Buckets of DeepSpeed ZeRO-2/3 and Colossal-AI's LowLevelZero: DeepSpeed's defaults
   // (training_config) unless the launcher sets its own — Lightning's DeepSpeedStrategy
   // reduce_bucket_size 2e8 (lightning/pytorch/strategies/deepspeed.py); the HF Trainer's

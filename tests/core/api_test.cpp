@@ -257,7 +257,7 @@ TEST_CASE("AdamW's implementation is a choice for AdamW only") {
               "workload.optimizer_impl");
 }
 
-TEST_CASE("the loss is the model's or a plain cross-entropy, for transformers runs") {
+TEST_CASE("the loss and the loop's outputs are choices of transformers runs") {
   const auto estimate = [](const json& workload) {
     return call({{"command", "estimate"},
                  {"model", "meta-llama/Llama-3.2-1B"},
@@ -278,6 +278,18 @@ TEST_CASE("the loss is the model's or a plain cross-entropy, for transformers ru
                         {"framework", "litgpt"},
                         {"loss", "plain_cross_entropy"}}),
               "request.invalid_value", "workload.loss");
+  // A loop that holds its outputs keeps the bf16 logits beside the loss's gradients.
+  const json kept =
+      estimate({{"micro_batch", 4}, {"compute", "pure_bf16"}, {"keep_outputs", true}});
+  REQUIRE(kept.at("ok") == true);
+  CHECK(kept.at("result").at("peak_bytes") > model.at("result").at("peak_bytes"));
+  check_error(estimate({{"micro_batch", 1},
+                        {"finetune", "lora"},
+                        {"framework", "torchtune"},
+                        {"keep_outputs", true}}),
+              "request.invalid_value", "workload.keep_outputs");
+  check_error(estimate({{"micro_batch", 1}, {"keep_outputs", "yes"}}), "request.invalid_value",
+              "workload.keep_outputs");
 }
 
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {

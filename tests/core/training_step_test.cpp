@@ -1031,6 +1031,22 @@ TEST_CASE("a plain cross-entropy keeps the loss in the logits' dtype outside aut
         doctest::Approx(12 * tv).epsilon(1e-6));
 }
 
+TEST_CASE("a loop that holds the model's outputs keeps the logits through the backward") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = chunked_loss_run(framework_profile::transformers);
+  config.keep_outputs = true;
+  auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(e.ok());
+  // 4,096 tokens x 128,256 vocabulary in pure bf16: the backward opens with the loss's fp32
+  // log-softmax and two fp32 gradients (12 bytes an element, as without) beside the held bf16
+  // logits (2).
+  const double tv = 4096.0 * 128256;
+  CHECK(e.value().peak.phase == "backward");
+  CHECK(at_peak(e.value(), memory_category::logits_and_loss) ==
+        doctest::Approx(14 * tv).epsilon(1e-6));
+}
+
 TEST_CASE("litgpt's fp32 logits: held until the next forward returns, their loss chunked") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());

@@ -160,6 +160,10 @@ struct training_config {
   std::uint64_t grad_accumulation = 1;
   attention_kernel attention = attention_kernel::sdpa;
   loss_kind loss = loss_kind::model;  // transformers only (litgpt, torchtune, unsloth chunk theirs)
+  // transformers only: the training loop holds the model's output, its logits, from one forward
+  // until the next returns (`outputs = model(**batch)`, as accelerate's, PEFT's and
+  // DeepSpeed-Chat's loops write it); the HF Trainer and Lightning drop it before the backward.
+  bool keep_outputs = false;
   // Full fine-tuning: the stored parameter dtype (0: the method's own, full_model_weight_bytes).
   // A 16-bit model under AMP (DeepSpeed, Colossal-AI, Megatron) gets fp32 master weights.
   std::uint64_t full_weight_bytes = 0;
