@@ -19,6 +19,10 @@ const LABELS = {
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD + momentum' },
   attn: { sdpa: 'SDPA / flash', eager: 'Eager' },
   fw: { transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)', vllm: 'vLLM', llama_cpp: 'llama.cpp' },
+  loop: {
+    trainer: 'HF Trainer / TRL', outputs: 'Loop keeping outputs (accelerate, PEFT)',
+    own_loss: 'Own cross-entropy (Lightning)', own_loss_kept: 'Own cross-entropy, logits kept',
+  },
   kv: { auto: 'Framework default', dynamic: 'Grown (dynamic)', static: 'Preallocated (static)', paged: 'Paged (vLLM)' },
   kvdtype: { auto: 'Compute dtype' },
   oopt: { none: 'GPU', cpu: 'Host RAM', nvme: 'NVMe' },
@@ -29,10 +33,10 @@ const LABELS = {
   unit: { gib: 'GiB', gb: 'GB' },
 };
 
-const TRAIN_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'oopt', 'oparams', 'ograd', 'oact'];
+const TRAIN_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'loop', 'oopt', 'oparams', 'ograd', 'oact'];
 const OFFLOAD = ['oopt', 'oparams', 'ograd', 'oact'];
 const INFERENCE_ONLY = ['weights', 'new', 'kv', 'kvdtype'];
-const DETAILED_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'metric', 'oopt', 'oparams',
+const DETAILED_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'loop', 'metric', 'oopt', 'oparams',
   'ograd', 'oact', 'ram', 'disk'];
 
 function select(key, id) {
@@ -85,6 +89,7 @@ function formHtml(compact) {
       ${field('ckpt', 'Gradient checkpointing', '<input type="checkbox" id="gm-ckpt" data-key="ckpt">')}
       ${field('attn', 'Attention', select('attn', 'gm-attn'))}
       ${field('fw', 'Framework', select('fw', 'gm-fw'))}
+      ${field('loop', 'Training loop', select('loop', 'gm-loop'))}
     </fieldset>
     <fieldset><legend>Estimate</legend>
       ${field('mode', 'Estimator', select('mode', 'gm-mode'))}
@@ -210,6 +215,8 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       if (llmem && DETAILED_ONLY.includes(key)) hidden = true;
       if ((key === 'r' || key === 'targets') && (state.ft === 'full' || state.ft === 'ia3')) hidden = true;
       if (key === 'mode' && inference) hidden = true;
+      // litgpt, torchtune and unsloth run their own loops and chunked losses.
+      if (key === 'loop' && state.fw !== 'transformers') hidden = true;
       if (key === 'mb' && state.method === 'auto' && !inference) hidden = true;
       if (key === 'metric' && state.method === 'auto') hidden = true;
       // Offload placements apply to a fixed method; the plan tries them itself.

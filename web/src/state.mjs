@@ -30,6 +30,10 @@ export const FIELDS = {
   ckpt: { default: '1', choices: ['0', '1'] },
   attn: { default: 'sdpa', choices: ['sdpa', 'eager'] },
   fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'vllm', 'llama_cpp'] },
+  // How a transformers training loop takes its loss and holds the outputs (workload.loss,
+  // workload.keep_outputs): the HF Trainer's way, a loop keeping `outputs`, the script's own
+  // cross-entropy in a LightningModule or in a loop keeping the logits.
+  loop: { default: 'trainer', choices: ['trainer', 'outputs', 'own_loss', 'own_loss_kept'] },
   weights: {
     default: 'bf16',
     choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit',
@@ -119,6 +123,10 @@ function trainingWorkload(state, plan) {
   w.attention = state.attn;
   w.framework = ['transformers', 'litgpt', 'torchtune', 'unsloth'].includes(state.fw) ? state.fw : 'transformers';
   if (state.ckpt === '1') w.grad_ckpt = true;
+  if (w.framework === 'transformers') {
+    if (state.loop.startsWith('own_loss')) w.loss = 'plain_cross_entropy';
+    if (state.loop === 'outputs' || state.loop === 'own_loss_kept') w.keep_outputs = true;
+  }
   if (!plan) w.micro_batch = number(state.mb);
   return w;
 }
@@ -175,11 +183,12 @@ export function cliFor(request) {
   if (request.parallel) args.push('--method', request.parallel.method);
   const flags = [['phase', 'phase'], ['micro_batch', 'micro-batch'], ['seq_len', 'seq-len'],
     ['new_tokens', 'new-tokens'], ['finetune', 'finetune'], ['weights', 'weights'], ['compute', 'compute'],
-    ['optimizer', 'optimizer'], ['attention', 'attention'], ['framework', 'framework']];
+    ['optimizer', 'optimizer'], ['attention', 'attention'], ['loss', 'loss'], ['framework', 'framework']];
   for (const [field, flag] of flags) {
     if (w[field] !== undefined) args.push(`--${flag}`, String(w[field]));
   }
   if (w.grad_ckpt) args.push('--grad-ckpt');
+  if (w.keep_outputs) args.push('--keep-outputs');
   if (w.lora) args.push('--lora-r', String(w.lora.r));
   if (w.lora && w.lora.targets) args.push('--lora-targets', w.lora.targets.join(','));
   if (w.kv_cache?.kind) args.push('--kv-cache', w.kv_cache.kind);
