@@ -372,9 +372,11 @@ std::string training_config_for(const json& p, training_config& config,
     config.loss = loss_kind::plain_cross_entropy;
     defaults_note += "; loss read as the LightningModule's plain cross-entropy on the logits";
   }
-  if (framework == "accelerate" || framework == "peft_examples" || framework == "deepspeed") {
+  if (framework == "accelerate" || framework == "peft_examples" || framework == "deepspeed" ||
+      framework == "colossalai") {
     // Their training loops bind `outputs = model(**batch)` and keep it through the step
-    // (accelerate's examples/nlp_example.py, PEFT's examples, DeepSpeed-Chat's step-1 main.py).
+    // (accelerate's examples/nlp_example.py, PEFT's examples, DeepSpeed-Chat's step-1 main.py,
+    // ColossalChat's coati/trainer/sft.py and Colossal-AI's examples around booster.backward).
     config.keep_outputs = true;
     defaults_note += "; the loop read as holding each forward's outputs until the next";
   }
