@@ -103,6 +103,27 @@ TEST_CASE("an optimizer-step peak, by hand: Llama-3.2-1B, AMP bf16, AdamW, batch
   CHECK(e.value().trainable_params == 1235814400ULL);
 }
 
+TEST_CASE("autocast caches a 16-bit copy of every trainable linear weight until its backward") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;  // full fine-tuning, AMP bf16 over fp32 weights
+  config.micro_batch = 8;
+  config.seq_len = 512;
+  config.optimizer_step = false;
+  auto e = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(e.ok());
+  // The loss (4,096 tokens x 1,000 logits) peaks before the LM head's backward has run, so every
+  // copy is alive: per block q, k, v, o (256 x 256) and gate, up, down (256 x 512), and the untied
+  // LM head (1,000 x 256), 2 bytes an element, each a multiple of 512 B already.
+  const double copies = 2.0 * (2 * (4 * 256 * 256 + 3 * 256 * 512) + 1000 * 256);
+  CHECK(at_peak(e.value(), memory_category::autocast_weight_copies) == copies);
+  // Pure bf16 computes with the weights themselves.
+  config.compute = compute_precision::pure_bf16;
+  auto pure = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(pure.ok());
+  CHECK(at_peak(pure.value(), memory_category::autocast_weight_copies) == 0);
+}
+
 TEST_CASE("LoRA trains only the adapters: A [r, in] and B [out, r] per target") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());
