@@ -1168,10 +1168,14 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // PEFT's prompt tuning (peft_model.py PeftModelForCausalLM.forward) concatenates the virtual
   // tokens' embeddings before every sequence's and pads the labels with -100: every block, the
   // logits and the loss run over seq_len + num_virtual_tokens positions.
-  if (config.virtual_tokens == 0 || config.framework != framework_profile::transformers) {
+  if (config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] prompt_tuning is PEFT's: framework transformers"};
+  }
+  if (config.virtual_tokens == 0) {
     return error{"request.invalid_value", "workload.prompt_tuning.num_virtual_tokens",
-                 "[workload.prompt_tuning.num_virtual_tokens] prompt tuning (PEFT's, framework "
-                 "transformers) needs its number of virtual tokens, 1 or more"};
+                 "[workload.prompt_tuning.num_virtual_tokens] prompt tuning needs its number of "
+                 "virtual tokens, 1 or more"};
   }
   training_config run = config;
   run.seq_len += config.virtual_tokens;

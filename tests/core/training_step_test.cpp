@@ -562,6 +562,12 @@ TEST_CASE("PEFT prompt tuning: virtual tokens lengthen every sequence and are al
   auto missing = estimate_training_step(spec.value(), config, gpu_spec{});
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.failure().field == "workload.prompt_tuning.num_virtual_tokens");
+  // It is PEFT's: under another framework the fine-tuning kind is what is wrong.
+  config.virtual_tokens = 8;
+  config.framework = framework_profile::litgpt;
+  auto elsewhere = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(elsewhere.ok());
+  CHECK(elsewhere.failure().field == "workload.finetune");
 }
 
 TEST_CASE("eager attention under autocast keeps fp32 probabilities and one 16-bit copy, by hand") {
