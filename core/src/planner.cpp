@@ -339,7 +339,17 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
                (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes);
       return f;
     };
-    const auto fits = [&](std::uint64_t b) { return at(b).fits; };
+    // The footprints of one sequence and of the largest micro-batch found to fit so far (each
+    // fitting probe is larger than the last), kept for the report.
+    footprint at_one;
+    footprint at_good;
+    const auto fits = [&](std::uint64_t b) {
+      footprint f = at(b);
+      const bool fit = f.fits;
+      if (b == 1) at_one = f;
+      if (fit) at_good = std::move(f);
+      return fit;
+    };
     std::uint64_t good = 0;
     if (fits(1)) {
       good = 1;
@@ -364,7 +374,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.max_micro_batch = good;
     c.fits = good > 0;
     const std::uint64_t batch = c.fits ? good : 1;
-    const footprint f = at(batch);
+    const footprint& f = c.fits ? at_good : at_one;
     if (auto too_large = check_node_totals(f.host, per_node)) {
       c.valid = false;
       c.note = too_large->message;
