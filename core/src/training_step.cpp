@@ -1836,15 +1836,16 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           tl.free(previous_logits);
           previous_logits = -1;
         }
-        const int shifted = plain_loss && spec.causal
-                                ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
-                                              cat::logits_and_loss)
-                                : -1;
+        const int shifted_copy =
+            plain_loss && spec.causal
+                ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
+                              cat::logits_and_loss)
+                : -1;
         const int upcast =
             loss_bytes == logit_bytes ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
         log_softmax = tl.allocate(loss_bytes * tv, cat::logits_and_loss);
         tl.free(upcast);
-        tl.free(shifted);
+        tl.free(shifted_copy);
         if (keep_outputs) {
           // The loop's `outputs` is reassigned once model() returns: the last one's logits go.
           tl.free(previous_logits);
