@@ -88,6 +88,23 @@ test('changing inputs recomputes the verdict, the chart and the URL', async () =
   await page.close();
 });
 
+test('the training loop choice reaches the request, and hides for frameworks with their own', async () => {
+  // Allocated bytes: near a card's capacity the allocator gives cached blocks back, so what it
+  // reserves need not grow with what is allocated.
+  const page = await openPage('?v=1&method=single&mb=4&metric=allocated');
+  const trainer = await shownPeak(page);
+  await page.selectOption('#gm-loop', 'outputs');
+  await page.waitForFunction((before) => Number(document.querySelector('[data-testid=verdict]')
+    .getAttribute('data-peak-bytes')) !== before, trainer);
+  const state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(state.loop, 'outputs');
+  assert.equal(await shownPeak(page), facadePeak(state));
+  assert.ok(await shownPeak(page) > trainer);  // the held logits
+  await page.selectOption('#gm-fw', 'litgpt');
+  await page.waitForSelector('[data-field=loop]', { state: 'hidden' });
+  await page.close();
+});
+
 test('a candidate row can be picked with the keyboard', async () => {
   const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=a100-sxm4-80gb&gpus=4');
   const rows = await page.locator('[data-candidate]').count();
