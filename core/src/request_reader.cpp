@@ -670,8 +670,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
       if (auto e = unknown_keys(lora, "workload.lora", {"r", "alpha", "targets"})) return *e;
       config_reader lora_in(lora, "workload.lora", "request");
       out.lora_rank = lora_in.optional({"r"}, 8, 65536);
-      // PEFT's Llama default: q_proj and v_proj.
-      auto targets = read_targets(lora, lora_in, "workload.lora", {"q_proj", "v_proj"});
+      auto targets =
+          read_targets(lora, lora_in, "workload.lora", peft_default_targets(finetune_kind::lora));
       if (!targets.ok()) return targets.failure();
       out.lora_targets = targets.value();
     }
@@ -679,9 +679,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
       const json& ia3 = member(workload, "ia3");
       if (auto e = unknown_keys(ia3, "workload.ia3", {"targets"})) return *e;
       config_reader ia3_in(ia3, "workload.ia3", "request");
-      // PEFT's Llama default (TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING), read by role
-      // in other families: the key and value projections and the MLP's output projection.
-      auto targets = read_targets(ia3, ia3_in, "workload.ia3", {"k_proj", "v_proj", "down_proj"});
+      auto targets =
+          read_targets(ia3, ia3_in, "workload.ia3", peft_default_targets(finetune_kind::ia3));
       if (!targets.ok()) return targets.failure();
       out.lora_targets = targets.value();
     }

@@ -758,6 +758,12 @@ const char* finetune_name(const training_config& config) {
   return "full";
 }
 
+std::vector<std::string> peft_default_targets(finetune_kind kind) {
+  if (kind == finetune_kind::lora) return {"q_proj", "v_proj"};
+  if (kind == finetune_kind::ia3) return {"k_proj", "v_proj", "down_proj"};
+  return {};
+}
+
 std::optional<compute_precision> compute_precision_named(const std::string& name) {
   static const std::pair<const char*, compute_precision> precisions[] = {
       {"fp32", compute_precision::fp32},

@@ -415,7 +415,7 @@ std::string training_config_for(const json& p, training_config& config,
   }
   if (config.finetune == finetune_kind::ia3) {
     // The format carries no IA3 targets: PEFT's default for Llama, read by role elsewhere.
-    config.lora_targets = {"k_proj", "v_proj", "down_proj"};
+    config.lora_targets = peft_default_targets(finetune_kind::ia3);
     defaults_note += "; IA3 targets PEFT's default: key, value and MLP output projections";
   }
   config.dora = finetune == "dora";

@@ -204,6 +204,11 @@ struct training_config {
 // The name of `config`'s fine-tuning kind (dora for DoRA).
 const char* finetune_name(const training_config& config);
 
+// PEFT's default target modules for Llama (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING and
+// its IA3 counterpart), read by role in other families: q_proj and v_proj for LoRA; k_proj,
+// v_proj and down_proj for IA3. Empty for the other kinds.
+std::vector<std::string> peft_default_targets(finetune_kind kind);
+
 struct training_estimate {
   timeline_peak peak;  // allocated peak, its phase and what was alive
   std::uint64_t peak_reserved = 0;
