@@ -1321,6 +1321,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   const bool idle_tower_steps = dp == data_parallel::ddp || dp == data_parallel::zero1 ||
                                 dp == data_parallel::zero2 || dp == data_parallel::zero3 ||
                                 dp == data_parallel::gemini;
+  // Whether the optimizer steps `t` (and so keeps its gradient and states).
+  const auto stepped = [&](const tensor_spec& t) {
+    return t.role != tensor_role::vision || idle_tower_steps;
+  };
   const bool grads_sharded = params_sharded || dp == data_parallel::zero2;
   // PEFT's prepare_model_for_kbit_training, which the transformers QLoRA recipes run on an
   // unsharded 4-bit model (TRL SFTTrainer, the QLoRA paper's qlora.py; FSDP / ZeRO-3 QLoRA skip
@@ -1420,7 +1424,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                         params_sharded),
                   cat::weights);
     }
-    if (ctx.full && (t.role != tensor_role::vision || idle_tower_steps))
+    if (ctx.full && stepped(t))
       params.push_back(
           {local, base_bytes, gradient_block(t.layer), local_last_dim(t, tp), t.shape.size() >= 2});
   }
@@ -1435,17 +1439,17 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     // A [r, in] and B [out, r], split with their layer's split dimension.
     const std::uint64_t in_features = local_in(t, tp);
     const std::uint64_t out_features = local_out(t, tp);
-    const bool steps = t.role != tensor_role::vision || idle_tower_steps;
     for (std::uint64_t cols : {in_features, config.lora_rank}) {
       const std::uint64_t numel =
           cols == config.lora_rank ? out_features * cols : config.lora_rank * cols;
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
-      if (steps) params.push_back({numel, ctx.adapter_bytes, gradient_block(t.layer), cols, true});
+      if (stepped(t))
+        params.push_back({numel, ctx.adapter_bytes, gradient_block(t.layer), cols, true});
     }
     if (config.dora) {
       // DoRA's magnitude: one trainable value per output feature (PEFT lora_magnitude_vector).
       tl.allocate(out_features * ctx.adapter_bytes, cat::adapters);
-      if (steps) {
+      if (stepped(t)) {
         params.push_back(
             {out_features, ctx.adapter_bytes, gradient_block(t.layer), out_features, false});
       }
@@ -1457,7 +1461,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     if (!ia3_target(config, t) || !on_stage(t)) continue;
     const std::uint64_t features = ia3_scales_input(t) ? local_in(t, tp) : local_out(t, tp);
     tl.allocate(features * ctx.adapter_bytes, cat::adapters);
-    if (t.role != tensor_role::vision || idle_tower_steps)
+    if (stepped(t))
       params.push_back({features, ctx.adapter_bytes, gradient_block(t.layer), features, false});
   }
   if (config.finetune == finetune_kind::prompt_tuning && first_stage) {
