@@ -17,6 +17,14 @@ json params_request(const json& model) {
   return {{"api_version", 1}, {"command", "params"}, {"model", model}};
 }
 
+// A detailed estimate of Llama-3.2-1B on one H100 for `workload`.
+json estimate_llama_1b(const json& workload) {
+  return call({{"command", "estimate"},
+               {"model", "meta-llama/Llama-3.2-1B"},
+               {"cluster", {{"gpu", "h100-sxm"}}},
+               {"workload", workload}});
+}
+
 void check_error(const json& response, const std::string& code, const std::string& field) {
   REQUIRE(response.is_object());
   CHECK(response.at("api_version") == 1);
@@ -213,83 +221,66 @@ TEST_CASE("an empty LoRA target list, an unknown GPU generation and a 0 FLOP/s G
 }
 
 TEST_CASE("IA3 through the API: PEFT's default targets, its own target list, misplaced objects") {
-  const auto estimate = [](const json& workload) {
-    return call({{"command", "estimate"},
-                 {"model", "meta-llama/Llama-3.2-1B"},
-                 {"cluster", {{"gpu", "h100-sxm"}}},
-                 {"workload", workload}});
-  };
   // Llama 3.2 1B: 16 blocks of k and v outputs (512 each, 8 KV heads of 64) and down_proj's
   // 8192 inputs.
-  const json ia3 = estimate({{"micro_batch", 1}, {"finetune", "ia3"}});
+  const json ia3 = estimate_llama_1b({{"micro_batch", 1}, {"finetune", "ia3"}});
   REQUIRE(ia3.at("ok") == true);
   CHECK(ia3.at("result").at("trainable_params") == 16 * (512 + 512 + 8192));
-  const json only_v =
-      estimate({{"micro_batch", 1}, {"finetune", "ia3"}, {"ia3", {{"targets", {"v_proj"}}}}});
+  const json only_v = estimate_llama_1b(
+      {{"micro_batch", 1}, {"finetune", "ia3"}, {"ia3", {{"targets", {"v_proj"}}}}});
   REQUIRE(only_v.at("ok") == true);
   CHECK(only_v.at("result").at("trainable_params") == 16 * 512);
-  check_error(
-      estimate({{"micro_batch", 1}, {"finetune", "ia3"}, {"ia3", {{"targets", json::array()}}}}),
-      "request.invalid_value", "workload.ia3.targets");
+  check_error(estimate_llama_1b(
+                  {{"micro_batch", 1}, {"finetune", "ia3"}, {"ia3", {{"targets", json::array()}}}}),
+              "request.invalid_value", "workload.ia3.targets");
   // An adapter's settings under another fine-tuning kind are refused, not ignored.
-  check_error(estimate({{"micro_batch", 1}, {"finetune", "full"}, {"lora", {{"r", 8}}}}),
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"finetune", "full"}, {"lora", {{"r", 8}}}}),
               "request.invalid_value", "workload.lora");
-  check_error(
-      estimate({{"micro_batch", 1}, {"finetune", "lora"}, {"ia3", {{"targets", {"k_proj"}}}}}),
-      "request.invalid_value", "workload.ia3");
+  check_error(estimate_llama_1b(
+                  {{"micro_batch", 1}, {"finetune", "lora"}, {"ia3", {{"targets", {"k_proj"}}}}}),
+              "request.invalid_value", "workload.ia3");
 }
 
 TEST_CASE("AdamW's implementation is a choice for AdamW only") {
-  const auto estimate = [](const json& workload) {
-    return call({{"command", "estimate"},
-                 {"model", "meta-llama/Llama-3.2-1B"},
-                 {"cluster", {{"gpu", "h100-sxm"}}},
-                 {"workload", workload}});
-  };
-  const json fused = estimate({{"micro_batch", 1}, {"optimizer_impl", "fused"}});
-  const json foreach = estimate({{"micro_batch", 1}, {"optimizer_impl", "foreach"}});
+  const json fused = estimate_llama_1b({{"micro_batch", 1}, {"optimizer_impl", "fused"}});
+  const json foreach = estimate_llama_1b({{"micro_batch", 1}, {"optimizer_impl", "foreach"}});
   REQUIRE(fused.at("ok") == true);
   REQUIRE(foreach.at("ok") == true);
   CHECK(fused.at("result").at("peak_bytes") < foreach.at("result").at("peak_bytes"));
-  check_error(estimate({{"micro_batch", 1}, {"optimizer", "sgd"}, {"optimizer_impl", "fused"}}),
+  check_error(
+      estimate_llama_1b({{"micro_batch", 1}, {"optimizer", "sgd"}, {"optimizer_impl", "fused"}}),
+      "request.invalid_value", "workload.optimizer_impl");
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"optimizer_impl", "apex"}}),
               "request.invalid_value", "workload.optimizer_impl");
-  check_error(estimate({{"micro_batch", 1}, {"optimizer_impl", "apex"}}), "request.invalid_value",
-              "workload.optimizer_impl");
 }
 
 TEST_CASE("the loss and the loop's outputs are choices of transformers runs") {
-  const auto estimate = [](const json& workload) {
-    return call({{"command", "estimate"},
-                 {"model", "meta-llama/Llama-3.2-1B"},
-                 {"cluster", {{"gpu", "h100-sxm"}}},
-                 {"workload", workload}});
-  };
   // Pure bf16: the plain loss stays in bf16 where the model's upcasts to fp32.
-  const json model = estimate({{"micro_batch", 4}, {"compute", "pure_bf16"}});
-  const json plain =
-      estimate({{"micro_batch", 4}, {"compute", "pure_bf16"}, {"loss", "plain_cross_entropy"}});
+  const json model = estimate_llama_1b({{"micro_batch", 4}, {"compute", "pure_bf16"}});
+  const json plain = estimate_llama_1b(
+      {{"micro_batch", 4}, {"compute", "pure_bf16"}, {"loss", "plain_cross_entropy"}});
   REQUIRE(model.at("ok") == true);
   REQUIRE(plain.at("ok") == true);
   CHECK(plain.at("result").at("peak_bytes") < model.at("result").at("peak_bytes"));
-  check_error(estimate({{"micro_batch", 1}, {"loss", "focal"}}), "request.invalid_value",
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"loss", "focal"}}), "request.invalid_value",
               "workload.loss");
-  check_error(estimate({{"micro_batch", 1},
-                        {"finetune", "lora"},
-                        {"framework", "litgpt"},
-                        {"loss", "plain_cross_entropy"}}),
+  check_error(estimate_llama_1b({{"micro_batch", 1},
+                                 {"finetune", "lora"},
+                                 {"framework", "litgpt"},
+                                 {"loss", "plain_cross_entropy"}}),
               "request.invalid_value", "workload.loss");
   // A loop that holds its outputs keeps the bf16 logits beside the loss's gradients.
   const json kept =
-      estimate({{"micro_batch", 4}, {"compute", "pure_bf16"}, {"keep_outputs", true}});
+      estimate_llama_1b({{"micro_batch", 4}, {"compute", "pure_bf16"}, {"keep_outputs", true}});
   REQUIRE(kept.at("ok") == true);
   CHECK(kept.at("result").at("peak_bytes") > model.at("result").at("peak_bytes"));
-  check_error(estimate({{"micro_batch", 1},
-                        {"finetune", "lora"},
-                        {"framework", "torchtune"},
-                        {"keep_outputs", true}}),
+  check_error(estimate_llama_1b({{"micro_batch", 1},
+                                 {"finetune", "lora"},
+                                 {"framework", "torchtune"},
+                                 {"keep_outputs", true}}),
               "request.invalid_value", "workload.keep_outputs");
-  check_error(estimate({{"micro_batch", 1}, {"keep_outputs", "yes"}}), "request.invalid_value",
-              "workload.keep_outputs");
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"keep_outputs", "yes"}}),
+              "request.invalid_value", "workload.keep_outputs");
 }
 
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
