@@ -339,6 +339,30 @@ TEST_CASE("gpumem's own points set every dropout of the model through a measure 
   CHECK(scored(p).estimated_gib == without);
 }
 
+TEST_CASE("a point's framework says how its loop takes the loss and what it holds") {
+  // Pure bf16 with a vocabulary-sized loss: the loss's dtype and the held logits show.
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "bf16"},
+                                  {"compute", "pure_bf16"},
+                                  {"optimizer", "adamw"},
+                                  {"micro_batch", 8},
+                                  {"seq_len", 1024},
+                                  {"framework", "transformers"}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const double trainer = scored(p).estimated_gib;
+  // Lightning: the LightningModule's own cross-entropy, in bf16.
+  p["workload"]["framework"] = "lightning";
+  const auto lightning = scored(p);
+  CHECK(lightning.estimated_gib < trainer);
+  CHECK(lightning.note.find("plain cross-entropy") != std::string::npos);
+  // accelerate's loop binds `outputs` and holds the logits through the backward.
+  p["workload"]["framework"] = "accelerate";
+  const auto accelerate = scored(p);
+  CHECK(accelerate.estimated_gib > trainer);
+  CHECK(accelerate.note.find("holding each forward's outputs") != std::string::npos);
+}
+
 TEST_CASE("SGD with a stated optimizer_state is SGD with momentum: the state is its buffer") {
   nlohmann::json p = small_point({{"phase", "train"},
                                   {"finetune", "full"},
