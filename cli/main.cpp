@@ -34,6 +34,7 @@ Usage:
                     [--lora-r R] [--lora-targets q_proj,v_proj|all-linear]
                     [--ia3-targets k_proj,v_proj,down_proj (PEFT IA3's default)]
                     [--num-virtual-tokens N (prompt tuning)]
+                    [--target-len T (encoder-decoders: the decoder's tokens; default seq-len)]
                     [--weights bf16|fp16|fp32|int8|nf4|fp4|nf4_double_quant (quantised LoRA base)
                      [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
@@ -350,8 +351,10 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
   if (args.options.count("selective-recompute")) request["workload"]["grad_ckpt"] = "selective";
   if (args.options.count("no-kbit-preparation")) request["workload"]["kbit_preparation"] = false;
   if (args.options.count("keep-outputs")) request["workload"]["keep_outputs"] = true;
-  if (args.options.count("grad-accumulation")) {
-    request["workload"]["grad_accumulation"] = number_option(args.options.at("grad-accumulation"));
+  for (const auto& [flag, field] :
+       {std::pair<const char*, const char*>{"grad-accumulation", "grad_accumulation"},
+        {"target-len", "target_len"}}) {
+    if (args.options.count(flag)) request["workload"][field] = number_option(args.options.at(flag));
   }
   const auto module_list = [&](const char* flag) {
     ordered_json targets = ordered_json::array();
@@ -479,7 +482,9 @@ int estimate_command(const arguments& args) {
   std::cout << r["model"].value("id", r["model"].value("name", "")) << ", "
             << r["parallel"]["method"].get<std::string>() << " on " << r["cluster"]["gpus"] << " x "
             << r["cluster"]["gpu"]["name"].get<std::string>() << ", micro-batch "
-            << r["workload"]["micro_batch"] << ", sequence " << r["workload"]["seq_len"] << "\n\n";
+            << r["workload"]["micro_batch"] << ", sequence " << r["workload"]["seq_len"];
+  if (r["workload"].contains("target_len")) std::cout << ", target " << r["workload"]["target_len"];
+  std::cout << "\n\n";
   for (const auto& rank : r["per_gpu"]) {
     std::cout << "ranks " << rank["ranks"]["first"] << "-" << rank["ranks"]["last"] << ":\n";
     print_components(rank);
@@ -496,6 +501,10 @@ int estimate_command(const arguments& args) {
   std::cout << "\n";
   if (r.contains("kv_cache")) print_kv_cache(r);
   if (r.contains("offload")) print_offload(r["offload"]);
+  // (LLMem's notes explain its components, by name; the detailed estimator's are about the run.)
+  const ordered_json notes = r.value("notes", ordered_json::array());
+  for (const auto& note : notes.is_array() ? notes : ordered_json::array())
+    std::cout << "note: " << note.get<std::string>() << "\n";
   return 0;
 }
 

@@ -231,15 +231,18 @@ void build_t5(config_reader& cfg, model_spec& spec) {
   spec.architecture =
       spec.model_type == "mt5" ? "MT5ForConditionalGeneration" : "T5ForConditionalGeneration";
   spec.encoder_decoder = true;
-  spec.hidden_size = cfg.required({"d_model"}, max_width);
+  // T5Config.attribute_map lets a config name d_model, num_heads, num_layers and d_kv by their
+  // common names too (hidden_size, num_attention_heads, num_hidden_layers, head_dim).
+  spec.hidden_size = cfg.required({"d_model", "hidden_size"}, max_width);
   spec.embedding_dim = spec.hidden_size;
   spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
   spec.intermediate_size = cfg.required({"d_ff"}, max_width);
-  spec.num_heads = cfg.required({"num_heads"}, max_heads);
+  spec.num_heads = cfg.required({"num_heads", "num_attention_heads"}, max_heads);
   spec.num_kv_heads = spec.num_heads;
-  spec.head_dim = cfg.required({"d_kv"}, max_width);  // T5 heads need not divide d_model
+  spec.head_dim =
+      cfg.required({"d_kv", "head_dim"}, max_width);  // T5 heads need not divide d_model
   spec.v_head_dim = spec.head_dim;
-  const auto encoder_layers = cfg.required({"num_layers"}, max_layers);
+  const auto encoder_layers = cfg.required({"num_layers", "num_hidden_layers"}, max_layers);
   const auto decoder_layers = cfg.optional({"num_decoder_layers"}, encoder_layers, max_layers);
   const auto buckets = cfg.optional({"relative_attention_num_buckets"}, 32, max_positions);
   const std::string ff = cfg.text("feed_forward_proj", "relu");
@@ -253,11 +256,15 @@ void build_t5(config_reader& cfg, model_spec& spec) {
                  "'");
   }
   spec.activation = spec.gated_mlp ? ff.substr(6) : ff;
+  // T5Config: "gated-gelu" runs the python-formula GELU (dense_act_fn = "gelu_new").
+  if (ff == "gated-gelu") spec.activation = "gelu_new";
   spec.norm = norm_kind::rms_norm;  // T5LayerNorm: scale only, no mean subtraction
   // T5Config defaults to tied embeddings, MT5Config to untied.
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", spec.model_type != "mt5");
   spec.hidden_dropout = cfg.fraction({"dropout_rate"}, 0.1);  // T5Config default
   spec.attention_dropout = spec.hidden_dropout;
+  // T5Attention: softmax(scores.float(), dim=-1).type_as(scores).
+  spec.eager_softmax_fp32 = true;
   add_uniform_layers(spec, stack_kind::encoder, encoder_layers);
   for (std::uint64_t i = 0; i < decoder_layers; ++i) {
     layer_spec layer;
@@ -289,6 +296,7 @@ void build_t5(config_reader& cfg, model_spec& spec) {
       add.linear(name + ".wi", d, spec.intermediate_size, false, mlp);
     }
     add.linear(name + ".wo", spec.intermediate_size, d, false, mlp);
+    spec.tensors.back().kept_fp32 = true;  // T5PreTrainedModel._keep_in_fp32_modules = ["wo"]
   };
   add.scope("");
   add.embedding("shared", spec.vocab_size, d, tensor_role::token_embedding);

@@ -1,5 +1,6 @@
 #include "gpumem/json_api.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -369,6 +370,8 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"seq_len", w.seq_len},
       {"grad_ckpt", w.selective_recompute ? json("selective") : json(w.grad_ckpt)},
       {"attention", w.attention == attention_kernel::eager ? "eager" : "sdpa"}};
+  if (c.model.spec.encoder_decoder)
+    result["workload"]["target_len"] = w.target_len > 0 ? w.target_len : w.seq_len;
   // The busiest rank's figures; every rank's in per_gpu.
   result["peak_bytes"] = ranks[worst].peak_bytes;
   result["fits"] = all_fit;
@@ -380,6 +383,14 @@ std::string detailed_estimate(const json& request, training_context& c) {
   ordered_json per_gpu = ordered_json::array();
   for (const auto& rank : ranks) per_gpu.push_back(rank_json(rank));
   result["per_gpu"] = std::move(per_gpu);
+  // What the replays read or assumed beyond the request (each note once, over the stages).
+  ordered_json notes = ordered_json::array();
+  for (const auto& stage : stages) {
+    for (const auto& note : stage.notes) {
+      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+    }
+  }
+  result["notes"] = std::move(notes);
   host_footprint host = offload_footprint(c.model.spec, workload.value(), e);
   if (layout.offload.any() || host.host_bytes > 0) {
     // The checkpoint's load through host memory is reported with offloading, as plans do.
@@ -472,11 +483,12 @@ std::string plan_command(const json& request) {
   options.max_micro_batch = c.settings.max_micro_batch;
   options.speed = c.settings.speed;
   result<plan_result> plan = error{};
-  ordered_json workload_json;
+  std::uint64_t target_len = 0;  // encoder-decoders: the decoder's length
   if (detailed) {
     auto workload = read_detailed_workload(request, c.model.spec, true, c.warnings);
     if (!workload.ok()) return respond_error(workload.failure());
     options.seq_len = workload.value().seq_len;
+    target_len = workload.value().target_len > 0 ? workload.value().target_len : options.seq_len;
     plan = plan_detailed(c.model.spec, c.counts, c.cluster, workload.value(), options);
   } else {
     auto workload = read_training_workload(request, c.model.spec, true, c.warnings);
@@ -492,6 +504,7 @@ std::string plan_command(const json& request) {
   result["model"] = model_identity(c);
   result["cluster"] = cluster_json(c.cluster);
   result["workload"] = {{"phase", "train"}, {"seq_len", options.seq_len}};
+  if (detailed && c.model.spec.encoder_decoder) result["workload"]["target_len"] = target_len;
   if (!detailed) result["notes"] = llmem_component_notes();
   return respond("plan", std::move(result), ordered_json(c.warnings));
 }

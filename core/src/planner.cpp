@@ -255,6 +255,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
                workload.compute == compute_precision::pure_bf16;
   speed.causal_kernel = workload.attention == attention_kernel::sdpa;
   speed.weight_gradients = workload.finetune == finetune_kind::full;
+  speed.target_len = workload.target_len;
 
   plan_result plan;
   std::optional<error> failure;

@@ -541,11 +541,11 @@ result<training_config> read_detailed_workload(const json& request, const model_
                                                bool for_plan, std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
-  if (auto e = unknown_keys(
-          workload, "workload",
-          {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights", "compute", "optimizer",
-           "optimizer_impl", "micro_batch", "seq_len", "grad_ckpt", "grad_accumulation",
-           "attention", "loss", "keep_outputs", "framework", "kbit_preparation"})) {
+  if (auto e = unknown_keys(workload, "workload",
+                            {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights",
+                             "compute", "optimizer", "optimizer_impl", "micro_batch", "seq_len",
+                             "target_len", "grad_ckpt", "grad_accumulation", "attention", "loss",
+                             "keep_outputs", "framework", "kbit_preparation"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -569,6 +569,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
   const auto loss = choice("loss", "model", {"model", "plain_cross_entropy"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
+  out.target_len = in.optional({"target_len"}, 0, max_positions);  // 0: not given
   // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only).
   const json& ckpt = workload.value("grad_ckpt", json(false));
   if (!ckpt.is_boolean() && !ckpt.is_null() && ckpt != json("selective")) {

@@ -16,7 +16,29 @@ double gather_bytes(double bytes, double ranks) { return (ranks - 1.0) / ranks *
 // (Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters",
 // Appendix: the same accounting, without the causal half).
 double forward_flops_per_token(const model_spec& spec, const param_count& counts,
-                               std::uint64_t seq_len, bool causal_kernel) {
+                               std::uint64_t seq_len, bool causal_kernel,
+                               std::uint64_t target_len) {
+  if (spec.encoder_decoder && seq_len > 0) {
+    // The encoder's blocks run its s tokens, the decoder's blocks and LM head the t labels'
+    // (T5's attention computes every score: self-attention over its own stack's tokens, the
+    // decoder's cross-attention over the s encoder positions).
+    const double s = static_cast<double>(seq_len);
+    const double t = static_cast<double>(target_len > 0 ? target_len : seq_len);
+    const double head_width =
+        static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
+    double flops = 2.0 * static_cast<double>(spec.vocab_size * spec.embedding_dim) * t;
+    for (const auto& tensor : spec.tensors) {
+      if (tensor.layer < 0 || tensor.is_bias || tensor.module != module_kind::linear) continue;
+      const bool encoder =
+          spec.layers[static_cast<std::size_t>(tensor.layer)].stack == stack_kind::encoder;
+      flops += 2.0 * static_cast<double>(tensor.numel()) * (encoder ? s : t);
+    }
+    for (const auto& layer : spec.layers) {
+      flops += layer.stack == stack_kind::encoder ? 2.0 * s * head_width * s
+                                                  : 2.0 * t * head_width * (t + s);
+    }
+    return flops / s;
+  }
   double matmul =
       static_cast<double>(counts.active) -
       static_cast<double>(counts.groups.token_embedding + counts.groups.position_embedding);
@@ -78,7 +100,8 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   if (method == parallel_method::cdp || method == parallel_method::adp) dp = n;
   if (method == parallel_method::dp_tp) dp = n / t;
 
-  const double forward = forward_flops_per_token(spec, counts, seq_len, options.causal_kernel);
+  const double forward =
+      forward_flops_per_token(spec, counts, seq_len, options.causal_kernel, options.target_len);
   // Forward, backward (input and weight gradients: 2 forwards' worth), recomputation.
   const double passes =
       1.0 + (options.weight_gradients ? 2.0 : 1.0) + (options.recompute ? 1.0 : 0.0);
@@ -123,7 +146,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     ring_s =
         static_cast<double>(spec.num_layers) * (cp - 1.0) * kv_chunk * (forwards + 2.0) / intra;
     const double attention =
-        forward - forward_flops_per_token(spec, counts, 0, options.causal_kernel);
+        forward - forward_flops_per_token(spec, counts, 0, options.causal_kernel, 0);
     ring_exposed = std::max(0.0, ring_s - out.compute_s * attention / forward);
   }
   out.communication_s = dp_s + tp_s + ring_s;

@@ -47,11 +47,31 @@ std::string module_of(const std::string& name) {
 }
 
 // Where a block's linear layer sits in the data flow, from its Hugging Face module path.
-enum class linear_role { attention_in, attention_out, mlp_in, mlp_out };
+// Cross-attention (T5's EncDecAttention) takes its queries from the decoder and its keys and
+// values from the encoder's output, the memory.
+enum class linear_role {
+  attention_in,
+  attention_out,
+  mlp_in,
+  mlp_out,
+  cross_query,
+  cross_memory,
+  cross_out
+};
 
 linear_role role_of(const tensor_spec& t) {
   const std::string module = module_of(t.name);
   if (t.role == tensor_role::router) return linear_role::mlp_in;  // reads the MLP's input
+  // T5 (modeling_t5.py): SelfAttention and EncDecAttention q, k, v, o; DenseReluDense wi (wi_0
+  // and wi_1 when gated) and wo.
+  if (t.name.find(".EncDecAttention.") != std::string::npos) {
+    return module == "q"   ? linear_role::cross_query
+           : module == "o" ? linear_role::cross_out
+                           : linear_role::cross_memory;
+  }
+  if (module == "o") return linear_role::attention_out;
+  if (module == "wi" || module == "wi_0" || module == "wi_1") return linear_role::mlp_in;
+  if (module == "wo") return linear_role::mlp_out;
   if (module == "dense" && t.role == tensor_role::mlp) {
     // BERT's intermediate.dense and output.dense
     return t.name.find("intermediate") != std::string::npos ? linear_role::mlp_in
@@ -86,6 +106,10 @@ struct block_memory {
   std::uint64_t adapter_backward = 0;        // DoRA's, while its attention or MLP is stepped back
   // Inputs of its 4-bit linears, which bitsandbytes holds beyond the backward (ctx.tensors).
   std::uint64_t retained = 0;
+  std::uint64_t residual = 0;  // its input (and output): the residual stream of its tokens
+  // A cross-attention block whose key or value projection keeps the encoder's output itself for
+  // its backward (one tensor all such blocks share: the step holds it, not the block).
+  bool keeps_memory = false;
 };
 
 struct step_context {
@@ -107,6 +131,11 @@ struct step_context {
   bool fp16_quant_state = false;  // 4-bit weights quantised from fp16, computed in bf16
   bool kbit_fp32_norms = false;   // PEFT's kbit preparation: fp32 norms with fp32 outputs
   bool autocast_copies = false;   // fp32 trainable weights under autocast get 16-bit copies
+  // Encoder-decoders: the encoder's output that cross-attention reads, B x s_enc tokens.
+  std::uint64_t memory_seq = 0;
+  std::uint64_t memory_tokens = 0;
+  // T5's `wo` kept fp32 beside a 16-bit or quantised model (tensor_spec::kept_fp32).
+  bool fp32_kept = false;
 };
 
 // Which linear weights carry LoRA adapters (PEFT target_modules; "all-linear": every linear
@@ -127,7 +156,8 @@ bool names_role(const std::string& target, const tensor_spec& t, const std::stri
   if (t.role == tensor_role::router || module == "shared_expert_gate") return false;
   // Separate projections under other names (BERT's query, key, value) match one each.
   static const std::pair<const char*, const char*> separate[] = {
-      {"q_proj", "query"}, {"k_proj", "key"}, {"v_proj", "value"}};
+      {"q_proj", "query"}, {"k_proj", "key"}, {"v_proj", "value"}, {"q_proj", "q"},
+      {"k_proj", "k"},     {"v_proj", "v"},   {"o_proj", "o"}};
   for (const auto& [llama, other] : separate) {
     if (module == other) return target == llama;
   }
@@ -242,7 +272,8 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 // Column-parallel layers split their output features over the tensor-parallel ranks.
 bool column_parallel(const tensor_spec& t) {
   const linear_role role = role_of(t);
-  return role == linear_role::attention_in || role == linear_role::mlp_in;
+  return role == linear_role::attention_in || role == linear_role::mlp_in ||
+         role == linear_role::cross_query || role == linear_role::cross_memory;
 }
 // A block linear's features on this rank.
 std::uint64_t local_out(const tensor_spec& t, std::uint64_t tp) {
@@ -401,8 +432,12 @@ void ia3_terms(block_memory& m, const step_context& ctx, const tensor_spec& w,
 }
 
 block_memory block(const step_context& ctx, int layer_index) {
-  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
   const auto& spec = ctx.spec;
+  if (ctx.config.framework == framework_profile::unsloth) {
+    block_memory m = unsloth_block(ctx, layer_index);
+    m.residual = ctx.r * ctx.h_tokens * spec.hidden_size;
+    return m;
+  }
   const std::uint64_t t = ctx.tokens;
   const std::uint64_t th = ctx.h_tokens;  // tokens of hidden-width tensors
   const std::uint64_t c = ctx.c;
@@ -433,37 +468,46 @@ block_memory block(const step_context& ctx, int layer_index) {
       if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
   }
-  auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
+  // The linears of `role` reading an input of `input_bytes` per element over the tokens of `at`
+  // (the block's own, or the encoder's for cross-attention's keys and values).
+  auto feed_over = [&](const step_context& at, linear_role role, std::uint64_t input_bytes,
+                       bool& shared) {
     // litgpt fuses q, k and v into one linear whose LoRA (LoRAQKVLinear) drops its input out
     // once for all enabled projections (litgpt/lora.py).
     const bool fused_qkv =
-        ctx.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
+        at.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
     bool dropped_out = false;
     for (const auto* w : linears) {
       if (role_of(*w) == role) {
-        const bool adapter = lora_target(ctx.config, *w);
+        const bool adapter = lora_target(at.config, *w);
         // Column-parallel layers read the hidden-width input (kept sequence-split under SP and
         // all-gathered again for backward); row-parallel ones their rank's slice.
         const std::uint64_t elems =
-            column_parallel(*w) ? th * tensor_in(*w) : t * local_in(*w, ctx.tp);
-        linear_input(m, ctx, elems, input_bytes, ctx.full, adapter, !(fused_qkv && dropped_out),
+            column_parallel(*w) ? at.h_tokens * tensor_in(*w) : at.tokens * local_in(*w, at.tp);
+        linear_input(m, at, elems, input_bytes, at.full, adapter, !(fused_qkv && dropped_out),
                      shared);
         dropped_out = dropped_out || adapter;
-        if (adapter && ctx.config.dora) dora_terms(m, ctx, *w);
-        if (ia3_target(ctx.config, *w)) ia3_terms(m, ctx, *w, elems, input_bytes, shared);
+        if (adapter && at.config.dora) dora_terms(m, at, *w);
+        if (ia3_target(at.config, *w)) ia3_terms(m, at, *w, elems, input_bytes, shared);
         // LLaMA-Adapter v2's adapter_scale * (linear(x) + adapter_bias) keeps the sum for the
         // scale's gradient.
-        if (ctx.config.finetune == finetune_kind::llama_adapter_v2)
-          m.saved.push_back(c * t * local_out(*w, ctx.tp));
+        if (at.config.finetune == finetune_kind::llama_adapter_v2)
+          m.saved.push_back(c * at.tokens * local_out(*w, at.tp));
       }
     }
+  };
+  auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
+    feed_over(ctx, role, input_bytes, shared);
   };
   // litgpt computes soft-capped attention by hand (litgpt/model.py CausalSelfAttention
   // scaled_dot_product_attention: q @ k.mT, tanh cap, fp32 softmax cast back, @ v), whatever
   // kernel is asked for.
+  // T5Attention computes its scores by hand too (modeling_t5.py: matmul, the position bias added
+  // in place, softmax(scores.float()), dropout, matmul).
   const bool softcap = spec.attention_softcap > 0;
   const bool eager = ctx.config.attention == attention_kernel::eager ||
-                     (softcap && ctx.config.framework == framework_profile::litgpt);
+                     (softcap && ctx.config.framework == framework_profile::litgpt) ||
+                     spec.encoder_decoder;
 
   // 1. The norm before attention; its output feeds the q/k/v projection(s).
   // (OLMo 2 has none: the projections read the residual stream.)
@@ -522,6 +566,19 @@ block_memory block(const step_context& ctx, int layer_index) {
       m.saved.push_back(bytes);
     }
   };
+  // Eager attention over `elems` scores: the softmax output (fp32 under autocast or when the
+  // code asks for it, as litgpt's soft cap does) and the 16-bit tensor the product with V keeps:
+  // the softmax's cast back, or, with attention dropout, dropout's output, whose backward needs
+  // only its mask (the cast then lives only until dropout has run).
+  const auto eager_core = [&](std::uint64_t elems) {
+    const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
+    const std::uint64_t probs = fp32_softmax ? 4 : c;
+    keep_quadratic(probs * elems);
+    if (probs != c && spec.attention_dropout == 0) keep_quadratic(c * elems);
+    if (softcap) keep_quadratic(c * elems);                             // tanh keeps its output
+    if (spec.attention_dropout > 0) keep_quadratic(elems + c * elems);  // mask + output
+    m.transient = std::max(m.transient, 2 * c * elems);                 // scaled and masked scores
+  };
   if (math_sdpa) {
     // In fp32: q and k scaled by sqrt(scale), v (repeated to every head for fp32 GQA; one
     // broadcast head when 16-bit inputs reach the math kernel unexpanded), the softmax output;
@@ -533,17 +590,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     m.transient = std::max(m.transient, 4 * scores);
   } else if (eager) {
     if (kv < q && !expanded_kv) m.saved.push_back(2 * c * t * q);  // repeat_kv
-    // The softmax output (fp32 under autocast or when the code asks for it, as litgpt's soft
-    // cap does) and the 16-bit tensor the product with V keeps: the softmax's cast back, or,
-    // with attention dropout, dropout's output, whose backward needs only its mask (the cast
-    // then lives only until dropout has run).
-    const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
-    const std::uint64_t probs = fp32_softmax ? 4 : c;
-    keep_quadratic(probs * scores);
-    if (probs != c && spec.attention_dropout == 0) keep_quadratic(c * scores);
-    if (softcap) keep_quadratic(c * scores);                              // tanh keeps its output
-    if (spec.attention_dropout > 0) keep_quadratic(scores + c * scores);  // mask + output
-    m.transient = std::max(m.transient, 2 * c * scores);  // scaled and masked scores
+    eager_core(scores);
   } else {
     m.saved.push_back(c * t * q);  // output
     m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
@@ -575,6 +622,32 @@ block_memory block(const step_context& ctx, int layer_index) {
   };
   post_norm();
 
+  // 3b. Cross-attention (T5LayerCrossAttention): a norm; queries from it, keys and values from
+  // the encoder's output (the memory, B x s_enc tokens); eager scores over the encoder's
+  // positions (their position bias is the step's); the output projection.
+  const layer_spec& layer = spec.layers[static_cast<std::size_t>(layer_index)];
+  if (layer.cross_attention) {
+    bool x_saved = false;
+    norm_saves(m, ctx, h, ctx.r, x_saved, th, 1);
+    if (x_saved) m.saved.push_back(ctx.r * th * h);
+    const std::uint64_t x_bytes = norm_output_bytes(ctx, ctx.r);
+    bool xq_shared = false;
+    feed(linear_role::cross_query, x_bytes, xq_shared);
+    if (xq_shared) m.saved.push_back(x_bytes * th * h);
+    if (holds_own_input(ctx, x_bytes)) m.retained += x_bytes * th * h;
+    step_context memory = ctx;
+    memory.seq = ctx.memory_seq;
+    memory.tokens = ctx.memory_tokens;
+    memory.h_tokens = ctx.memory_tokens;
+    feed_over(memory, linear_role::cross_memory, x_bytes, m.keeps_memory);
+    m.saved.push_back(c * (t * q + 2 * ctx.memory_tokens * kv));  // its q, k and v
+    eager_core(ctx.config.micro_batch * heads * ctx.seq * ctx.memory_seq);
+    bool xo_shared = false;
+    feed(linear_role::cross_out, c, xo_shared);
+    if (xo_shared) m.saved.push_back(c * t * q);
+    if (ctx.quantized) m.retained += c * t * q;
+  }
+
   // 4. MLP, after a second norm unless attention and MLP run in parallel.
   std::uint64_t mlp_in_bytes = y1_bytes;
   if (!spec.parallel_block) {
@@ -590,7 +663,6 @@ block_memory block(const step_context& ctx, int layer_index) {
   // A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
   // its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
   // so the gated MLP's saved tensors span k x the expert width plus the shared width.
-  const layer_spec& layer = spec.layers[static_cast<std::size_t>(layer_index)];
   const std::uint64_t routed =
       layer.moe ? spec.moe.experts_per_token * spec.moe.expert_intermediate / ctx.tp : 0;
   const std::uint64_t i =
@@ -620,8 +692,11 @@ block_memory block(const step_context& ctx, int layer_index) {
   // (int8_scaled_mm(..., dtype=A.dtype)), so a quantised MLP runs in the dtype its norm hands it.
   const std::uint64_t mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
   if (spec.gated_mlp) {
-    // gate (SiLU's input), its output, up (the product's inputs)
-    m.saved.push_back(3 * mlp_bytes * t * i);
+    // What the gate's activation keeps (SiLU: its input), its output and up (the product's
+    // inputs).
+    m.saved.push_back(
+        (activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c) + 2 * mlp_bytes) *
+        t * i);
   } else {
     // litgpt runs its GELUs as one fused F.gelu (tanh or exact), keeping only the input.
     m.saved.push_back(
@@ -630,6 +705,14 @@ block_memory block(const step_context& ctx, int layer_index) {
              : activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c)) *
         t * i);
   }
+  // T5's feed-forward drops the activation out before `wo` (T5DenseActDense): its mask; the
+  // output is what `wo` reads. A `wo` kept fp32 gets the product cast to fp32 first (and, under
+  // autocast, cast back with a per-call 16-bit copy of the frozen weight).
+  if (spec.encoder_decoder && spec.hidden_dropout > 0) m.saved.push_back(t * i);
+  if (ctx.fp32_kept) {
+    const std::uint64_t cast_back = ctx.amp ? c * t * i + c * i * h : 0;
+    m.transient = std::max(m.transient, (mlp_bytes + 4) * t * i + cast_back + ctx.r * th * h);
+  }
   bool down_shared = false;
   feed(linear_role::mlp_out, mlp_bytes, down_shared);
   // Trained routed experts keep their down projection's input (no linear module carries them).
@@ -637,7 +720,8 @@ block_memory block(const step_context& ctx, int layer_index) {
   if (down_shared) m.saved.push_back(mlp_bytes * t * i);
   if (holds_own_input(ctx, mlp_bytes)) m.retained += mlp_bytes * t * i;
   post_norm();
-  if (spec.hidden_dropout > 0) m.saved.push_back(2 * th * h);  // two residual dropout masks (bool)
+  // The residual dropout masks (bool), one per sublayer.
+  if (spec.hidden_dropout > 0) m.saved.push_back((layer.cross_attention ? 3 : 2) * th * h);
 
   // Busiest moment besides what is saved: the MLP product before down-projection and the
   // residual stream; during backward the gradients of the MLP's intermediates.
@@ -676,6 +760,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     m.retained = 0;
     m.backward_transient = 0;
   }
+  m.residual = ctx.r * th * h;
   return m;
 }
 
@@ -706,10 +791,7 @@ output_shape output_of(const model_spec& spec, const training_config& config, st
   return {pooled ? config.micro_batch : tokens, labels};
 }
 
-bool supported(const model_spec& spec) {
-  if (spec.encoder_decoder || spec.mla) return false;
-  return true;
-}
+bool supported(const model_spec& spec) { return !spec.mla; }
 
 }  // namespace
 
@@ -1064,6 +1146,31 @@ std::optional<error> check_int8_base(const training_config& config) {
   }
   return std::nullopt;
 }
+
+// Encoder-decoders (T5) are modelled as transformers runs them, on data-parallel ranks.
+std::optional<error> check_encoder_decoder(const model_spec& spec, const training_config& config) {
+  if (!spec.encoder_decoder) {
+    if (config.target_len == 0) return std::nullopt;
+    return error{"request.invalid_value", "workload.target_len",
+                 "[workload.target_len] is the decoder's length of an encoder-decoder (T5); " +
+                     spec.architecture + " has no decoder stack of its own: leave it out"};
+  }
+  if (config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.framework",
+                 "[workload.framework] encoder-decoders (T5) are modelled as transformers trains "
+                 "them: framework transformers"};
+  }
+  if (config.tp_degree > 1 || config.cp_degree > 1 || config.pp_degree > 1) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] encoder-decoders (T5) are modelled on data-parallel ranks: "
+                 "tp, cp and pp 1"};
+  }
+  if (config.finetune == finetune_kind::prompt_tuning) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] prompt tuning of encoder-decoders (T5) is not modelled"};
+  }
+  return std::nullopt;
+}
 }  // namespace
 
 namespace {
@@ -1194,6 +1301,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (auto e = check_training_size(spec, config.micro_batch, config.seq_len,
                                    may_materialise_scores(config)))
     return *e;
+  // (T5's attention materialises its scores whatever the kernel asked for.)
+  if (spec.encoder_decoder && config.target_len > 0) {
+    if (auto e = check_training_size(spec, config.micro_batch, config.target_len, true)) return *e;
+  }
   std::vector<std::string> unmatched_targets;
   if (auto e = check_adapter_targets(spec, config, unmatched_targets)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
@@ -1218,6 +1329,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
   if (auto e = check_unsloth(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
+  if (auto e = check_encoder_decoder(spec, config)) return *e;
   if (config.finetune == finetune_kind::ia3 &&
       config.framework != framework_profile::transformers) {
     return error{"request.invalid_value", "workload.finetune",
@@ -1308,6 +1420,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True).
   ctx.adapter_bytes = pure || engine_16bit ? 2 : 4;
   ctx.r = base_bytes;
+  // transformers keeps the modules a model lists in _keep_in_fp32_modules (T5's `wo`) fp32 when
+  // it is loaded in fp16 or quantised by bitsandbytes (modeling_utils.py from_pretrained).
+  const bool fp16_load = (config.compute == compute_precision::amp_fp16 ||
+                          config.compute == compute_precision::pure_fp16) &&
+                         base_bytes == 2;
+  ctx.fp32_kept =
+      (fp16_load || ctx.quantized) && std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                                                  [](const tensor_spec& t) { return t.kept_fp32; });
 
   // Data parallelism: which states each rank keeps a 1/n share of.
   const auto dp = config.sharding;
@@ -1408,16 +1528,17 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     if (!on_stage(t)) continue;
     // QLoRA quantises the blocks' linear layers; embeddings, norms and the LM head stay 16-bit
     // (transformers BitsAndBytesConfig skips the output layer).
-    const bool quantize = ctx.quantized && !t.is_bias &&
+    const bool quantize = ctx.quantized && !t.is_bias && !(ctx.fp32_kept && t.kept_fp32) &&
                           (t.module == module_kind::linear || t.module == module_kind::conv1d) &&
                           (t.layer >= 0 || (quantized_head && t.role == tensor_role::lm_head));
     const std::uint64_t local = tensor_parallel_numel(t, tp);
     const bool head_or_embedding = t.role == tensor_role::token_embedding ||
                                    t.role == tensor_role::position_embedding ||
                                    t.role == tensor_role::lm_head;
-    const std::uint64_t stored_bytes = !kbit_prepared                    ? base_bytes
-                                       : head_or_embedding && !t.is_bias ? kbit_head_bytes
-                                                                         : 4;
+    const bool kept_fp32 = ctx.fp32_kept && t.kept_fp32;
+    const std::uint64_t stored_bytes = kept_fp32 || kbit_prepared
+                                           ? (head_or_embedding && !t.is_bias ? kbit_head_bytes : 4)
+                                           : base_bytes;
     if (!params_on_host) {
       tl.allocate(share(quantize ? quantized_weight_bytes(t, tp, config.quantization)
                                  : local * stored_bytes,
@@ -1425,8 +1546,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                   cat::weights);
     }
     if (ctx.full && stepped(t))
-      params.push_back(
-          {local, base_bytes, gradient_block(t.layer), local_last_dim(t, tp), t.shape.size() >= 2});
+      params.push_back({local, kept_fp32 ? 4 : base_bytes, gradient_block(t.layer),
+                        local_last_dim(t, tp), t.shape.size() >= 2});
   }
   // The linears LoRA adapts: the targets, and a tied LM head named lm_head (the embedding's
   // weight, on the last stage).
@@ -1593,15 +1714,31 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     }
   }
 
+  // An encoder-decoder's decoder blocks run over the labels' tokens and read the encoder's.
+  step_context decoder_ctx = ctx;
+  std::size_t first_decoder = spec.layers.size();
+  if (spec.encoder_decoder) {
+    decoder_ctx.seq = config.target_len > 0 ? config.target_len : config.seq_len;
+    decoder_ctx.tokens = config.micro_batch * decoder_ctx.seq;
+    decoder_ctx.h_tokens = decoder_ctx.tokens;
+    decoder_ctx.memory_seq = ctx.seq;
+    decoder_ctx.memory_tokens = ctx.tokens;
+    for (std::size_t l = spec.layers.size(); l-- > 0;) {
+      if (spec.layers[l].stack == stack_kind::decoder) first_decoder = l;
+    }
+    if (config.attention != attention_kernel::eager)
+      out.notes.push_back(
+          "T5's attention computes its scores by hand (modeling_t5.py), whatever "
+          "kernel is asked for: eager attention");
+  }
   std::vector<block_memory> blocks;
   for (std::size_t l = 0; l < spec.layers.size(); ++l)
-    blocks.push_back(block(ctx, static_cast<int>(l)));
+    blocks.push_back(block(l >= first_decoder ? decoder_ctx : ctx, static_cast<int>(l)));
   // What a block keeps for its backward: its input under checkpointing, else its saved tensors
   // (and autocast's weight copies).
   const auto saved_bytes = [&](const block_memory& b) {
     if (!b.graph) return std::vector<std::uint64_t>{};
-    if (config.grad_ckpt)
-      return std::vector<std::uint64_t>{ctx.r * ctx.h_tokens * spec.hidden_size};
+    if (config.grad_ckpt) return std::vector<std::uint64_t>{b.residual};
     std::vector<std::uint64_t> out_bytes = b.weight_copies;
     out_bytes.insert(out_bytes.end(), b.saved.begin(), b.saved.end());
     return out_bytes;
@@ -1609,11 +1746,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   for (std::size_t l = stage.first; l < stage.last; ++l) {
     for (auto bytes : saved_bytes(blocks[l])) out.saved_activation_bytes += bytes;
   }
-  const std::uint64_t t_tokens = ctx.tokens;
-  const std::uint64_t th = ctx.h_tokens;
+  // (the LM head's: the decoder's)
+  const std::uint64_t t_tokens = decoder_ctx.tokens;
+  const std::uint64_t th = decoder_ctx.h_tokens;
   const std::uint64_t h = spec.hidden_size;
   const std::uint64_t v = ceil_div(spec.vocab_size, tp);  // vocabulary-parallel LM head
-  const output_shape output = output_of(spec, config, v, ctx.tokens);
+  const output_shape output = output_of(spec, config, v, t_tokens);
   const std::uint64_t e = spec.embedding_dim;
 
   // torchtune's single-device full fine-tuning recipes step each parameter inside backward
@@ -1698,13 +1836,51 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     int residual = -1;
     while (inputs_to_host && host_copy_buffers.size() < 2)
       host_copy_buffers.push_back(tl.allocate(ctx.r * th * h, cat::activations));
+    // Encoder-decoders (modeling_t5.py T5Stack): each stack's first block makes the position
+    // bias every block of the stack adds to its scores, [B, heads, q, k] once the padding mask
+    // is added, and cross-attention's (zeros plus the encoder's mask) in the embeddings' dtype;
+    // checkpointed blocks take them as inputs, kept to their backward. The encoder's final norm
+    // (its fp32 input kept, as the decoder's) and dropout (its mask) make the memory that every
+    // cross-attention reads, alive until the model returns, or to the decoder's backward when a
+    // block keeps it (checkpointing passes it to every block).
+    std::vector<int> encoder_bias;
+    std::vector<int> decoder_bias;
+    std::vector<int> encoder_end;
+    int memory = -1;
+    const bool memory_kept =
+        config.grad_ckpt || std::any_of(blocks.begin(), blocks.end(),
+                                        [](const block_memory& b) { return b.keeps_memory; });
+    const std::uint64_t memory_bytes = norm_output_bytes(ctx, ctx.r) * ctx.tokens * h;
+    const std::uint64_t heads_batch = config.micro_batch * spec.num_heads;
+    const auto end_encoder = [&] {
+      encoder_end.push_back(tl.allocate(4 * ctx.tokens * h, cat::activations));
+      if (spec.hidden_dropout > 0)
+        encoder_end.push_back(tl.allocate(ctx.tokens * h, cat::activations));
+      memory = tl.allocate(memory_bytes, cat::activations);
+      tl.free(residual);
+      if (!config.grad_ckpt) {
+        for (int id : encoder_bias) tl.free(id);
+        encoder_bias.clear();
+      }
+      decoder_bias.push_back(
+          tl.allocate(ctx.r * heads_batch * decoder_ctx.seq * decoder_ctx.seq, cat::activations));
+      decoder_bias.push_back(
+          tl.allocate(ctx.r * heads_batch * decoder_ctx.seq * ctx.seq, cat::activations));
+    };
     for (std::uint64_t mb = 0; mb < in_flight; ++mb) {
       const bool stepped_back = mb + 1 == in_flight;
       // The embedding output, or the activation received from the previous stage.
-      residual = tl.allocate(ctx.r * th * h, cat::activations);
+      residual = tl.allocate(blocks[stage.first].residual, cat::activations);
+      if (spec.encoder_decoder)
+        encoder_bias.push_back(
+            tl.allocate(ctx.r * heads_batch * ctx.seq * ctx.seq, cat::activations));
       for (std::size_t l = stage.first; l < stage.last; ++l) {
         const auto& b = blocks[l];
         std::vector<int>& keep = stepped_back ? saved[l] : waiting;
+        if (l == first_decoder) {
+          end_encoder();
+          residual = tl.allocate(b.residual, cat::activations);  // the decoder's embedding
+        }
         if (deepspeed3) {
           gathered[l] =
               tl.allocate(deepspeed_working_set(l, false, next_block(l)), cat::gathered_params);
@@ -1715,7 +1891,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           // Non-reentrant checkpointing keeps only the block input; autocast still caches the
           // weight copies until it exits.
           if (b.graph && !(inputs_to_host && l + 1 < stage.last))
-            keep.push_back(tl.allocate(ctx.r * th * h, cat::activations));
+            keep.push_back(tl.allocate(b.residual, cat::activations));
           for (auto bytes : b.weight_copies)
             copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
           std::vector<int> live;
@@ -1735,13 +1911,17 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           saved[l - 2].clear();
           offloaded[l - 2] = true;
         }
-        const int next = tl.allocate(ctx.r * th * h, cat::activations);
+        const int next = tl.allocate(b.residual, cat::activations);
         tl.free(residual);
         residual = next;
         if (dp != data_parallel::fsdp_shard_grad_op) {
           tl.free(gathered[l]);
           gathered[l] = -1;
         }
+      }
+      if (!config.grad_ckpt) {
+        for (int id : decoder_bias) tl.free(id);
+        decoder_bias.clear();
       }
       if (!last_stage) {
         tl.free(residual);  // sent to the next stage
@@ -1765,7 +1945,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     // A plain cross-entropy (training_config::loss) keeps the log-softmax in the logits' dtype
     // outside autocast; every other loss takes it in fp32.
     const bool transformers = config.framework == framework_profile::transformers;
-    const bool plain_loss = config.loss == loss_kind::plain_cross_entropy && transformers;
+    // T5ForConditionalGeneration takes a plain CrossEntropyLoss of its logits against labels
+    // already aligned with them (the decoder's inputs are the labels shifted right).
+    const bool plain_loss =
+        (config.loss == loss_kind::plain_cross_entropy && transformers) || spec.encoder_decoder;
+    const bool shifted = plain_loss && spec.causal && !spec.encoder_decoder;
     const bool keep_outputs = config.keep_outputs && transformers;
     const std::uint64_t logit_bytes = spec.logits_fp32 ? 4 : ctx.c;
     const std::uint64_t loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
@@ -1847,10 +2031,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           previous_logits = -1;
         }
         const int shifted_copy =
-            plain_loss && spec.causal
-                ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
-                              cat::logits_and_loss)
-                : -1;
+            shifted ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
+                                  cat::logits_and_loss)
+                    : -1;
         const int upcast =
             loss_bytes == logit_bytes ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
         log_softmax = tl.allocate(loss_bytes * tv, cat::logits_and_loss);
@@ -1869,6 +2052,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     tl.free(residual);
     if (config.grad_ckpt) {
       for (int id : copies) tl.free(id);  // autocast's cache is cleared when it exits
+    }
+    if (!memory_kept) {
+      tl.free(memory);
+      memory = -1;
     }
 
     tl.phase("backward");
@@ -2012,7 +2199,6 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       }
       // The gradient in the head's dtype: cast back, gathered from the chunks, or (a plain
       // cross-entropy of shifted logits) put into a zeroed tensor of all positions.
-      const bool shifted = plain_loss && spec.causal;
       int grad_c = loss_bytes == ctx.c && chunk_elements == tv && !shifted
                        ? -1
                        : tl.allocate(ctx.c * tv, cat::logits_and_loss);
@@ -2032,6 +2218,18 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       grads_for(-1);  // LM head and embeddings (outside the blocks)
       tl.free(grad_c);
       for (int id : head) tl.free(id);
+    }
+    // Encoder-decoders: the memory's gradient, summed over the cross-attentions, lives through the
+    // decoder's backward; a trained position bias (full fine-tuning) gathers its [B, heads, q, k]
+    // gradient from every block of its stack.
+    int memory_grad = -1;
+    int bias_grad = -1;
+    if (spec.encoder_decoder) {
+      memory_grad = tl.allocate(memory_bytes, cat::activations);
+      if (ctx.full) {
+        bias_grad =
+            tl.allocate(ctx.r * heads_batch * decoder_ctx.seq * decoder_ctx.seq, cat::activations);
+      }
     }
     for (std::size_t l = stage.last; l-- > stage.first;) {
       const auto& b = blocks[l];
@@ -2064,7 +2262,22 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         previous_graph.push_back(tl.allocate(b.retained, cat::activations));
       tl.free(gathered[l]);
       gathered[l] = -1;
+      if (l == first_decoder) {  // the decoder stepped back: on into the encoder
+        for (int id : decoder_bias) tl.free(id);
+        for (int id : encoder_end) tl.free(id);
+        decoder_bias.clear();
+        encoder_end.clear();
+        tl.free(memory_grad);
+        tl.free(memory);
+        tl.free(bias_grad);
+        memory = -1;
+        bias_grad =
+            ctx.full ? tl.allocate(ctx.r * heads_batch * ctx.seq * ctx.seq, cat::activations) : -1;
+      }
     }
+    tl.free(bias_grad);
+    for (int id : encoder_bias) tl.free(id);
+    encoder_bias.clear();
     tl.free(received);
     if (!last_stage) grads_for(-1);      // the first stage's embeddings, stepped back last
     for (int id : waiting) tl.free(id);  // (their backward follows, with the gradients alive)

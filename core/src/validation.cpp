@@ -485,6 +485,17 @@ std::string training_config_for(const json& p, training_config& config,
     return "micro_batch must be in 1..1048576 and seq_len in 1.." + std::to_string(max_positions);
   config.micro_batch = micro.get<std::uint64_t>();
   config.seq_len = seq.get<std::uint64_t>();
+  // An encoder-decoder's decoder length: gpumem's own points state it as a measure option; the
+  // format's one length is otherwise taken for both stacks (the API's default).
+  if (object_at(object_at(p, "model"), "config").value("is_encoder_decoder", json()) == true) {
+    const auto target = measure_option(p, "target_len");
+    if (target && !target->empty() && target->size() <= 9 &&
+        target->find_first_not_of("0123456789") == std::string::npos && std::stoull(*target) > 0) {
+      config.target_len = std::stoull(*target);
+    } else {
+      defaults_note += "; the decoder's length taken as seq_len (the format states one length)";
+    }
+  }
   const json& ckpt = w.value("grad_ckpt", json());
   // "selective": the format's per-op or every-n-th-block recomputation, read as Megatron-LM's
   // selective recomputation (the attention core), which keeps everything else.

@@ -34,6 +34,29 @@ tiny tiny_model(std::uint64_t gpus) {
   return t;
 }
 
+TEST_CASE("step time of an encoder-decoder: each stack over its own tokens, by hand") {
+  // One T5 block per stack: d_model 64, 4 heads of 16, ReLU MLP 128, vocab 100, untied.
+  const json config = {
+      {"model_type", "t5"}, {"d_model", 64},   {"d_kv", 16},        {"num_heads", 4},
+      {"d_ff", 128},        {"num_layers", 1}, {"vocab_size", 100}, {"tie_word_embeddings", false}};
+  tiny t;
+  t.spec = parse_model_config(config, {}, "c").value();
+  t.counts = count_params(t.spec).value();
+  t.cluster.gpu.fp16_dense_flops = 1e12;
+  t.cluster.gpus = 1;
+  step_time_options options;
+  options.recompute = false;
+  options.target_len = 4;
+  // 8 encoder tokens: 2 x (q, k, v, o, wi, wo: 32768) each, attention 2 x 8 x 4 x 32 each; 4
+  // decoder tokens: 2 x (self, cross, MLP: 49152) and the head's 6400 each, attention 2 x 4 x
+  // 4 x 32 x (4 + 8) each. Per encoder token, forward and backward (3 forwards).
+  const double forward =
+      (8.0 * (2 * 32768 + 2 * 8 * 128) + 4.0 * (2 * (49152 + 6400) + 2 * 128 * 12)) / 8;
+  auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::single, 1, false}, 2,
+                              8, options);
+  CHECK(s.flops_per_token == doctest::Approx(3 * forward));
+}
+
 TEST_CASE("step time of a tiny model, by hand") {
   tiny t = tiny_model(2);
   REQUIRE(t.counts.total == 86848);

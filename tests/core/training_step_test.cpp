@@ -1701,3 +1701,105 @@ TEST_CASE("the allocator's limit leaves out the request's CUDA context, an expli
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+// One encoder and one decoder block of d_model 64 (4 heads of 16), d_ff 128, ReLU, no dropout.
+result<model_spec> tiny_t5() {
+  return parse_model_config({{"model_type", "t5"},
+                             {"d_model", 64},
+                             {"d_kv", 16},
+                             {"num_heads", 4},
+                             {"d_ff", 128},
+                             {"num_layers", 1},
+                             {"num_decoder_layers", 1},
+                             {"vocab_size", 100},
+                             {"dropout_rate", 0.0},
+                             {"tie_word_embeddings", false}},
+                            {}, "c");
+}
+
+// bf16 full fine-tuning of 2 sequences, 8 encoder tokens and 4 decoder tokens each.
+training_config t5_run() {
+  training_config c;
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 2;
+  c.seq_len = 8;
+  c.target_len = 4;
+  return c;
+}
+
+TEST_CASE("T5: encoder and decoder blocks over their own tokens, cross-attention, by hand") {
+  const auto spec = tiny_t5();
+  REQUIRE(spec.ok());
+  training_config c = t5_run();
+  auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(e.ok());
+  // Encoder block, 16 tokens of 64, bf16: each RMSNorm its fp32 input, an fp32 rsqrt a token
+  // and its bf16 output (4096 + 64 + 2048), the output once more as q/k/v's input (2048); q, k,
+  // v (6144); eager attention's fp32 softmax and bf16 cast of 2 x 4 x 8 x 8 scores (2048 + 1024);
+  // o's input (2048); the MLP's input (2048), ReLU's output (4096) and wo's input (4096).
+  const std::uint64_t encoder = 2 * (6208 + 2048) + 6144 + 3072 + 2048 + 4096 + 4096;
+  // Decoder block, 8 tokens: the same over 2 x 4 x 4 x 4 scores, and cross-attention's norm and
+  // q input (3104 + 1024), its q (1024) with k and v of the 16 encoder tokens (4096), fp32 and
+  // bf16 probabilities of 2 x 4 x 4 x 8 scores (1536) and o's input (1024); k and v keep the
+  // encoder's output, which the step holds once for every block.
+  const std::uint64_t decoder =
+      3 * (3104 + 1024) + 3072 + 768 + 1024 + 5120 + 1536 + 1024 + 2048 + 2048;
+  CHECK(e.value().saved_activation_bytes == encoder + decoder);
+  // Checkpointed, each block keeps its bf16 input: 16 and 8 tokens of 64.
+  c.grad_ckpt = true;
+  auto ckpt = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(ckpt.ok());
+  CHECK(ckpt.value().saved_activation_bytes == 2 * 16 * 64 + 2 * 8 * 64);
+}
+
+TEST_CASE("T5: q_proj names both attentions' q; fp16 or quantised loads keep wo in fp32") {
+  const auto spec = tiny_t5();
+  REQUIRE(spec.ok());
+  training_config c = t5_run();
+  c.finetune = finetune_kind::lora;
+  c.compute = compute_precision::amp_fp16;
+  for (const char* target : {"q_proj", "q"}) {
+    c.lora_targets = {target};
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE(e.ok());
+    // The encoder's q and the decoder's two: A [8, 64] and B [64, 8] each.
+    CHECK(e.value().trainable_params == 3 * 2 * 8 * 64);
+  }
+  // Loaded in fp16, the two wo [64, 128] stay fp32 (transformers' _keep_in_fp32_modules);
+  // loaded in bf16 they do not.
+  const auto weights = [&](std::uint64_t base_bytes, compute_precision compute) {
+    c.base_weight_bytes = base_bytes;
+    c.compute = compute;
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE(e.ok());
+    return at_peak(e.value(), memory_category::weights);
+  };
+  CHECK(weights(2, compute_precision::amp_fp16) - weights(2, compute_precision::amp_bf16) ==
+        2 * 2 * 64 * 128);
+}
+
+TEST_CASE("T5 runs as transformers does, on data-parallel ranks; target_len is T5's alone") {
+  const auto spec = tiny_t5();
+  REQUIRE(spec.ok());
+  training_config c = t5_run();
+  c.framework = framework_profile::litgpt;
+  auto litgpt = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(litgpt.ok());
+  CHECK(litgpt.failure().field == "workload.framework");
+  c = t5_run();
+  c.tp_degree = 2;
+  auto tp = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(tp.ok());
+  CHECK(tp.failure().field == "parallel.method");
+  const auto llama = tiny_llama();
+  REQUIRE(llama.ok());
+  auto decoder_only = estimate_training_step(llama.value(), t5_run(), gpu_spec{});
+  REQUIRE_FALSE(decoder_only.ok());
+  CHECK(decoder_only.failure().field == "workload.target_len");
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -339,6 +339,35 @@ TEST_CASE("gpumem's own points set every dropout of the model through a measure 
   CHECK(scored(p).estimated_gib == without);
 }
 
+TEST_CASE("a T5 point, named as the format names it: one length for both stacks unless stated") {
+  nlohmann::json p = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "fp32"},
+                                  {"compute", "fp32"},
+                                  {"optimizer", "adamw"},
+                                  {"micro_batch", 2},
+                                  {"seq_len", 256},
+                                  {"framework", "transformers"}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  // The format's names for T5's dimensions (validation README), as T5Config reads them.
+  p["model"]["config"] = {{"model_type", "t5"},
+                          {"hidden_size", 256},
+                          {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4},
+                          {"head_dim", 64},
+                          {"d_ff", 512},
+                          {"num_decoder_layers", 2},
+                          {"vocab_size", 1000},
+                          {"is_encoder_decoder", true},
+                          {"feed_forward_proj", "gated-gelu"}};
+  const auto same = scored(p);
+  CHECK(same.note.find("the decoder's length taken as seq_len") != std::string::npos);
+  p["assumptions"] = {"measure option: target_len=64"};
+  const auto stated = scored(p);
+  CHECK(stated.note.find("the decoder's length") == std::string::npos);
+  CHECK(stated.estimated_gib < same.estimated_gib);
+}
+
 TEST_CASE("a point's framework says how its loop takes the loss and what it holds") {
   // Pure bf16 with a vocabulary-sized loss: the loss's dtype and the held logits show.
   nlohmann::json p = small_point({{"phase", "train"},

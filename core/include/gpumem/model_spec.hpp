@@ -56,6 +56,9 @@ struct tensor_spec {
   tensor_shape shape;  // as torch reports it ([out, in] for Linear, [in, out] for Conv1D)
   int layer = -1;      // index into model_spec::layers (encoder blocks first), -1 outside blocks
   bool is_bias = false;
+  // In the modeling class's _keep_in_fp32_modules (T5's `wo`): transformers' from_pretrained
+  // keeps it fp32, unquantised, when the model is loaded in fp16 or by bitsandbytes.
+  bool kept_fp32 = false;
 
   std::uint64_t numel() const {
     std::uint64_t n = 1;

@@ -37,6 +37,9 @@ struct step_time_options {
   // Colossal-AI 1D TP as LLMem runs it splits every Linear's input and all-reduces its output;
   // false: Megatron-style, two all-reduces per block in forward and two in backward.
   bool all_reduce_every_linear = true;
+  // Encoder-decoders: the decoder's tokens per sequence (0: seq_len). Their FLOPs per token are
+  // the sequence's FLOPs over its seq_len encoder tokens, which tokens/s counts.
+  std::uint64_t target_len = 0;
 };
 
 struct step_time {

@@ -149,6 +149,9 @@ struct training_config {
   bool optimizer_step = true;  // false: forward and backward only
   std::uint64_t micro_batch = 1;
   std::uint64_t seq_len = 512;
+  // Encoder-decoders (T5): the decoder's tokens per sequence, the labels' padded length; 0: as
+  // many as seq_len, the encoder's.
+  std::uint64_t target_len = 0;
   bool grad_ckpt = false;
   // Selective activation recomputation (Korthikanti et al. 2022; Megatron-LM
   // --recompute-granularity selective): the attention core's tensors as large as the scores are
