@@ -159,6 +159,29 @@ test('litgpt LLaMA-Adapter on the command line', () => {
   assert.match(wrong.stderr, /workload\.finetune.*litgpt/);
 });
 
+test('a T5 config.json on the command line: --target-len, its notes, and a plan', () => {
+  const path = join(scratch, 't5.json');
+  writeFileSync(path, JSON.stringify({
+    model_type: 't5', is_encoder_decoder: true, d_model: 512, d_kv: 64, num_heads: 8, d_ff: 2048,
+    num_layers: 6, vocab_size: 32128, feed_forward_proj: 'relu', tie_word_embeddings: true,
+  }));
+  const table = gpumem(['estimate', '--model', path, '--micro-batch', '8', '--seq-len', '512', '--target-len', '64']);
+  assert.equal(table.status, 0, table.stderr);
+  assert.match(table.stdout, /sequence 512, target 64/);
+  assert.match(table.stdout, /note: T5's attention computes its scores by hand/);
+  const longer = gpumem(['estimate', '--model', path, '--micro-batch', '8', '--seq-len', '512', '--json']);
+  const shorter = gpumem(['estimate', '--model', path, '--micro-batch', '8', '--seq-len', '512',
+    '--target-len', '64', '--json']);
+  assert.equal(JSON.parse(longer.stdout).workload.target_len, 512);  // seq-len by default
+  assert.ok(JSON.parse(shorter.stdout).peak_bytes < JSON.parse(longer.stdout).peak_bytes);
+  const plan = gpumem(['plan', '--model', path, '--gpus', '2', '--seq-len', '512', '--target-len', '64', '--json']);
+  assert.equal(plan.status, 0, plan.stderr);
+  assert.equal(JSON.parse(plan.stdout).workload.target_len, 64);
+  const decoderOnly = gpumem(['estimate', '--model', 'gpt2', '--micro-batch', '1', '--target-len', '64']);
+  assert.equal(decoderOnly.status, 2);
+  assert.match(decoderOnly.stderr, /workload\.target_len/);
+});
+
 test('detailed estimates under data parallelism shard what each method shards', () => {
   const run = (method, gpus) => {
     const r = gpumem(['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--seq-len', '512',

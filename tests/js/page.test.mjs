@@ -188,6 +188,28 @@ test('a bad config.json shows an inline error naming the field', async () => {
   await page.close();
 });
 
+test('a pasted T5 config.json gets a decoder-length field and the facade\'s numbers for it', async () => {
+  const page = await openPage('?v=1&ft=full&method=single&mb=8&seq=512');
+  assert.equal(await page.isVisible('[data-field=tgt]'), false);  // Llama: no decoder stack
+  const t5 = {
+    model_type: 't5', is_encoder_decoder: true, d_model: 768, d_kv: 64, num_heads: 12, d_ff: 2048,
+    num_layers: 12, num_decoder_layers: 12, vocab_size: 32128, feed_forward_proj: 'gated-gelu',
+    tie_word_embeddings: false,
+  };
+  await page.click('.paste summary');
+  await page.fill('#gm-config', JSON.stringify(t5));
+  await page.waitForFunction(() => /T5ForConditionalGeneration/.test(document.querySelector('.result h2')?.textContent ?? ''));
+  assert.equal(await page.isVisible('[data-field=tgt]'), true);
+  await page.fill('#gm-tgt', '128');
+  const state = { ...stateFromQuery('?v=1&ft=full&method=single&mb=8&seq=512'), tgt: '128' };
+  const expected = gpumem.request(requestFor(state, { config: t5, name: 'pasted config.json' })).result;
+  assert.equal(expected.workload.target_len, 128);
+  await page.waitForFunction((peak) => document.querySelector('[data-testid=verdict]')
+    ?.getAttribute('data-peak-bytes') === String(peak), expected.peak_bytes);
+  assert.match(await page.textContent('.notes'), /T5's attention computes its scores by hand/);
+  await page.close();
+});
+
 test('the copy buttons give the link, the JSON request and an equivalent CLI command', async () => {
   const context = await browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
   const page = await openPage('?v=1&gpus=2', context);

@@ -4,7 +4,7 @@
 import { chartHtml, hostChartHtml } from './chart.mjs';
 import { componentInfo } from './components.mjs';
 import { billions, count, escapeHtml, size } from './format.mjs';
-import { FIELDS, requestFor } from './state.mjs';
+import { FIELDS, isEncoderDecoder, requestFor } from './state.mjs';
 
 const LABELS = {
   phase: { train: 'Fine-tune', inference: 'Inference' },
@@ -33,11 +33,11 @@ const LABELS = {
   unit: { gib: 'GiB', gb: 'GB' },
 };
 
-const TRAIN_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'loop', 'oopt', 'oparams', 'ograd', 'oact'];
+const TRAIN_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'loop', 'tgt', 'oopt', 'oparams', 'ograd', 'oact'];
 const OFFLOAD = ['oopt', 'oparams', 'ograd', 'oact'];
 const INFERENCE_ONLY = ['weights', 'new', 'kv', 'kvdtype'];
-const DETAILED_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'loop', 'metric', 'oopt', 'oparams',
-  'ograd', 'oact', 'ram', 'disk'];
+const DETAILED_ONLY = ['ft', 'r', 'targets', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'loop', 'tgt', 'metric', 'oopt',
+  'oparams', 'ograd', 'oact', 'ram', 'disk'];
 
 function select(key, id) {
   const options = FIELDS[key].choices
@@ -83,6 +83,7 @@ function formHtml(compact) {
       ${field('opt', 'Optimizer', select('opt', 'gm-opt'))}
       ${field('mb', 'Micro-batch (sequences)', text('mb', 'type="number" min="1" step="1"'))}
       ${field('seq', 'Sequence / prompt tokens', text('seq', 'type="number" min="1" step="1"'))}
+      ${field('tgt', 'Decoder tokens (T5)', text('tgt', 'type="number" min="1" step="1" placeholder="as the sequence"'))}
       ${field('new', 'New tokens', text('new', 'type="number" min="1" step="1"'))}
       ${field('kv', 'KV cache', select('kv', 'gm-kv'))}
       ${field('kvdtype', 'KV cache dtype', select('kvdtype', 'gm-kvdtype'))}
@@ -217,6 +218,8 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       if (key === 'mode' && inference) hidden = true;
       // litgpt, torchtune and unsloth run their own loops and chunked losses.
       if (key === 'loop' && state.fw !== 'transformers') hidden = true;
+      // The decoder's length, for a pasted encoder-decoder (T5) only.
+      if (key === 'tgt' && !isEncoderDecoder(pasted)) hidden = true;
       if (key === 'mb' && state.method === 'auto' && !inference) hidden = true;
       if (key === 'metric' && state.method === 'auto') hidden = true;
       // Offload placements apply to a fixed method; the plan tries them itself.

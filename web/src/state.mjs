@@ -27,6 +27,7 @@ export const FIELDS = {
   opt: { default: 'adamw', choices: ['adamw', 'adamw_8bit', 'adafactor', 'sgd', 'sgd_momentum'] },
   mb: { default: '1' },
   seq: { default: '1024' },
+  tgt: { default: '' },  // an encoder-decoder's decoder tokens ('' = as many as seq)
   ckpt: { default: '1', choices: ['0', '1'] },
   attn: { default: 'sdpa', choices: ['sdpa', 'eager'] },
   fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'vllm', 'llama_cpp'] },
@@ -103,7 +104,10 @@ function cluster(state) {
   return out;
 }
 
-function trainingWorkload(state, plan) {
+// Whether `model` is a pasted encoder-decoder config (T5's config.json says is_encoder_decoder).
+export const isEncoderDecoder = (model) => typeof model === 'object' && model?.config?.is_encoder_decoder === true;
+
+function trainingWorkload(state, plan, model) {
   const w = { seq_len: number(state.seq) };
   if (state.mode === 'llmem') {
     if (!plan) w.micro_batch = number(state.mb);
@@ -127,6 +131,7 @@ function trainingWorkload(state, plan) {
     if (state.loop.startsWith('own_loss')) w.loss = 'plain_cross_entropy';
     if (state.loop === 'outputs' || state.loop === 'own_loss_kept') w.keep_outputs = true;
   }
+  if (state.tgt !== '' && isEncoderDecoder(model)) w.target_len = number(state.tgt);
   if (!plan) w.micro_batch = number(state.mb);
   return w;
 }
@@ -152,7 +157,7 @@ export function requestFor(state, model) {
   const plan = state.method === 'auto';
   const request = { api_version: 1, command: plan ? 'plan' : 'estimate', model, cluster: cluster(state) };
   if (state.mode === 'llmem' && state.phase === 'train') request.mode = 'llmem';
-  request.workload = state.phase === 'inference' ? inferenceWorkload(state) : trainingWorkload(state, plan);
+  request.workload = state.phase === 'inference' ? inferenceWorkload(state) : trainingWorkload(state, plan, model);
   if (!plan) {
     request.parallel = { method: state.method };
     const offload = { optimizer: state.oopt, params: state.oparams, gradients: state.ograd, activations: state.oact };
@@ -182,7 +187,7 @@ export function cliFor(request) {
   if (request.mode) args.push('--mode', request.mode);
   if (request.parallel) args.push('--method', request.parallel.method);
   const flags = [['phase', 'phase'], ['micro_batch', 'micro-batch'], ['seq_len', 'seq-len'],
-    ['new_tokens', 'new-tokens'], ['finetune', 'finetune'], ['weights', 'weights'], ['compute', 'compute'],
+    ['target_len', 'target-len'], ['new_tokens', 'new-tokens'], ['finetune', 'finetune'], ['weights', 'weights'], ['compute', 'compute'],
     ['optimizer', 'optimizer'], ['attention', 'attention'], ['loss', 'loss'], ['framework', 'framework']];
   for (const [field, flag] of flags) {
     if (w[field] !== undefined) args.push(`--${flag}`, String(w[field]));
