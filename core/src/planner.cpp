@@ -243,8 +243,13 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   // What no layout changes is answered as the estimate answers it, not as "nothing fits".
   std::vector<std::string> unmatched;
   if (auto e = check_adapter_targets(spec, workload, unmatched)) return *e;
-  if (auto e = check_training_size(spec, 1, workload.seq_len, may_materialise_scores(workload)))
+  // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
+  if (auto e = check_training_size(spec, 1, workload.seq_len + workload.virtual_tokens,
+                                   may_materialise_scores(spec, workload)))
     return *e;
+  if (spec.encoder_decoder && workload.target_len > 0) {
+    if (auto e = check_training_size(spec, 1, workload.target_len, true, "target_len")) return *e;
+  }
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);

@@ -711,6 +711,15 @@ result<training_config> read_detailed_workload(const json& request, const model_
                  "or mixed precision"};
   }
   if (auto e = check_seq_len(model, out.seq_len, warnings)) return *e;
+  // Prompt tuning's virtual tokens take positions too (PEFT prepends them to every sequence).
+  std::vector<std::string> ignored;  // the rotary case was warned about above
+  if (out.virtual_tokens > 0 && check_seq_len(model, out.seq_len + out.virtual_tokens, ignored)) {
+    return error{"request.invalid_value", "workload.prompt_tuning.num_virtual_tokens",
+                 "[workload.prompt_tuning.num_virtual_tokens] seq_len " +
+                     std::to_string(out.seq_len) + " + " + std::to_string(out.virtual_tokens) +
+                     " virtual tokens exceed the model's " + std::to_string(model.max_positions) +
+                     " learned positions"};
+  }
   return out;
 }
 

@@ -1251,22 +1251,25 @@ std::optional<error> check_adapter_targets(const model_spec& spec, const trainin
 }
 
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
-                                         std::uint64_t seq_len, bool quadratic_attention) {
+                                         std::uint64_t seq_len, bool quadratic_attention,
+                                         const std::string& length) {
   const std::uint64_t sized = largest_sized_micro_batch(spec, seq_len, quadratic_attention);
   if (micro_batch <= sized) return std::nullopt;
   if (sized == 0) {
-    return error{"request.too_large", "workload.seq_len",
-                 "[workload.seq_len] one sequence of " + std::to_string(seq_len) +
-                     " tokens could take more than 2^53 bytes of training tensors; reduce seq_len"};
+    return error{"request.too_large", "workload." + length,
+                 "[workload." + length + "] one sequence of " + std::to_string(seq_len) +
+                     " tokens could take more than 2^53 bytes of training tensors; reduce " +
+                     length};
   }
   return error{"request.too_large", "workload.micro_batch",
-               "[workload.micro_batch] at seq_len " + std::to_string(seq_len) +
+               "[workload.micro_batch] at " + length + " " + std::to_string(seq_len) +
                    " this training step's tensors could exceed 2^53 bytes beyond micro-batch " +
-                   std::to_string(sized) + "; reduce micro_batch or seq_len"};
+                   std::to_string(sized) + "; reduce micro_batch or " + length};
 }
 
-bool may_materialise_scores(const training_config& config) {
-  return config.attention == attention_kernel::eager || config.compute == compute_precision::fp32;
+bool may_materialise_scores(const model_spec& spec, const training_config& config) {
+  return config.attention == attention_kernel::eager || config.compute == compute_precision::fp32 ||
+         spec.encoder_decoder;
 }
 
 namespace {
@@ -1299,11 +1302,13 @@ namespace {
 result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
                                         const gpu_spec& gpu) {
   if (auto e = check_training_size(spec, config.micro_batch, config.seq_len,
-                                   may_materialise_scores(config)))
+                                   may_materialise_scores(spec, config)))
     return *e;
-  // (T5's attention materialises its scores whatever the kernel asked for.)
+  // (Cross-attention's scores are bounded by the longer of the two lengths.)
   if (spec.encoder_decoder && config.target_len > 0) {
-    if (auto e = check_training_size(spec, config.micro_batch, config.target_len, true)) return *e;
+    if (auto e =
+            check_training_size(spec, config.micro_batch, config.target_len, true, "target_len"))
+      return *e;
   }
   std::vector<std::string> unmatched_targets;
   if (auto e = check_adapter_targets(spec, config, unmatched_targets)) return *e;
@@ -1421,13 +1426,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   ctx.adapter_bytes = pure || engine_16bit ? 2 : 4;
   ctx.r = base_bytes;
   // transformers keeps the modules a model lists in _keep_in_fp32_modules (T5's `wo`) fp32 when
-  // it is loaded in fp16 or quantised by bitsandbytes (modeling_utils.py from_pretrained).
+  // it is loaded in fp16 or quantised by bitsandbytes (modeling_utils.py from_pretrained); a
+  // 16-bit engine converts the whole module again (DeepSpeed's module.half()).
   const bool fp16_load = (config.compute == compute_precision::amp_fp16 ||
                           config.compute == compute_precision::pure_fp16) &&
                          base_bytes == 2;
-  ctx.fp32_kept =
-      (fp16_load || ctx.quantized) && std::any_of(spec.tensors.begin(), spec.tensors.end(),
-                                                  [](const tensor_spec& t) { return t.kept_fp32; });
+  ctx.fp32_kept = (fp16_load || ctx.quantized) && !engine_16bit &&
+                  std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                              [](const tensor_spec& t) { return t.kept_fp32; });
 
   // Data parallelism: which states each rank keeps a 1/n share of.
   const auto dp = config.sharding;

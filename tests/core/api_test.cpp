@@ -241,6 +241,23 @@ TEST_CASE("IA3 through the API: PEFT's default targets, its own target list, mis
               "request.invalid_value", "workload.ia3");
 }
 
+TEST_CASE("prompt tuning's virtual tokens take learned positions too, in estimates and plans") {
+  for (const char* command : {"estimate", "plan"}) {
+    const auto gpt2 = [&](std::uint64_t virtual_tokens) {
+      return call({{"command", command},
+                   {"model", "gpt2"},
+                   {"cluster", {{"gpu", "h100-sxm"}}},
+                   {"workload",
+                    {{"micro_batch", 1},
+                     {"seq_len", 1000},
+                     {"finetune", "prompt_tuning"},
+                     {"prompt_tuning", {{"num_virtual_tokens", virtual_tokens}}}}}});
+    };
+    CHECK(gpt2(24).at("ok") == true);  // 1,024: GPT-2's n_positions
+    check_error(gpt2(25), "request.invalid_value", "workload.prompt_tuning.num_virtual_tokens");
+  }
+}
+
 TEST_CASE("AdamW's implementation is a choice for AdamW only") {
   const json fused = estimate_llama_1b({{"micro_batch", 1}, {"optimizer_impl", "fused"}});
   const json foreach = estimate_llama_1b({{"micro_batch", 1}, {"optimizer_impl", "foreach"}});

@@ -1794,6 +1794,13 @@ TEST_CASE("T5 runs as transformers does, on data-parallel ranks; target_len is T
   auto tp = estimate_training_step(spec.value(), c, gpu_spec{});
   REQUIRE_FALSE(tp.ok());
   CHECK(tp.failure().field == "parallel.method");
+  // T5 materialises its scores whatever the kernel: lengths are bounded as eager attention's.
+  c = t5_run();
+  c.target_len = 1ULL << 27;
+  auto long_labels = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(long_labels.ok());
+  CHECK(long_labels.failure().code == "request.too_large");
+  CHECK(long_labels.failure().field == "workload.target_len");
   const auto llama = tiny_llama();
   REQUIRE(llama.ok());
   auto decoder_only = estimate_training_step(llama.value(), t5_run(), gpu_spec{});

@@ -235,12 +235,14 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
 // as PEFT does; the ones that match nothing are added to `unmatched`.
 std::optional<error> check_adapter_targets(const model_spec& spec, const training_config& config,
                                            std::vector<std::string>& unmatched);
-// request.too_large beyond largest_sized_micro_batch.
+// request.too_large beyond largest_sized_micro_batch, naming `length` (seq_len, or an
+// encoder-decoder's target_len) when one sequence is too long.
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
-                                         std::uint64_t seq_len, bool quadratic_attention);
+                                         std::uint64_t seq_len, bool quadratic_attention,
+                                         const std::string& length = "seq_len");
 // Whether the attention of `config` may materialise its scores (eager attention, or fp32, which
-// SDPA can send to its math kernel), for the size bound above.
-bool may_materialise_scores(const training_config& config);
+// SDPA can send to its math kernel, or T5's, computed by hand), for the size bound above.
+bool may_materialise_scores(const model_spec& spec, const training_config& config);
 
 // Fails with mode.unsupported_model for architectures the step model does not cover yet, and
 // with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width
