@@ -95,6 +95,7 @@ void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
     spec.moe.expert_intermediate = cfg.required({"moe_intermediate_size"}, max_width);
     spec.moe.shared_intermediate =
         spec.moe.expert_intermediate * cfg.optional({"n_shared_experts"}, 0, max_experts, 0);
+    spec.moe.fp32_router = true;
     // DeepseekV3DecoderLayer: MoE from first_k_dense_replace on, every moe_layer_freq-th layer.
     const auto first = cfg.optional({"first_k_dense_replace"}, 0, max_layers, 0);
     const auto every = cfg.optional({"moe_layer_freq"}, 1, max_layers);

@@ -56,7 +56,9 @@ enum class linear_role {
   mlp_out,
   cross_query,
   cross_memory,
-  cross_out
+  cross_out,
+  latent_q,
+  latent_kv
 };
 
 linear_role role_of(const tensor_spec& t) {
@@ -70,6 +72,9 @@ linear_role role_of(const tensor_spec& t) {
                            : linear_role::cross_memory;
   }
   if (module == "o") return linear_role::attention_out;
+  // DeepSeek's latent attention: q_b_proj and kv_b_proj read the normalised q and kv latents.
+  if (module == "q_b_proj") return linear_role::latent_q;
+  if (module == "kv_b_proj") return linear_role::latent_kv;
   if (module == "wi" || module == "wi_0" || module == "wi_1") return linear_role::mlp_in;
   if (module == "wo") return linear_role::mlp_out;
   if (module == "dense" && t.role == tensor_role::mlp) {
@@ -273,7 +278,8 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 bool column_parallel(const tensor_spec& t) {
   const linear_role role = role_of(t);
   return role == linear_role::attention_in || role == linear_role::mlp_in ||
-         role == linear_role::cross_query || role == linear_role::cross_memory;
+         role == linear_role::cross_query || role == linear_role::cross_memory ||
+         role == linear_role::latent_q || role == linear_role::latent_kv;
 }
 // A block linear's features on this rank.
 std::uint64_t local_out(const tensor_spec& t, std::uint64_t tp) {
@@ -535,6 +541,23 @@ block_memory block(const step_context& ctx, int layer_index) {
       if (kept) m.saved.push_back(c * t * width);
     }
   }
+  // DeepSeek's latent attention (DeepseekV3Attention): q_a_proj's and kv_a_proj_with_mqa's
+  // latents (16-bit outputs) go through their RMSNorms (whose fp32 weight, under autocast, makes
+  // the output fp32) into q_b_proj and kv_b_proj.
+  if (spec.mla) {
+    const auto& dims = spec.mla_dims;
+    for (const auto& [role, width] : {std::pair{linear_role::latent_q, dims.q_lora_rank},
+                                      std::pair{linear_role::latent_kv, dims.kv_lora_rank}}) {
+      if (width == 0) continue;  // a full-rank q_proj
+      bool kept = false;
+      norm_saves(m, ctx, width, c, kept, t, 1);
+      if (kept) m.saved.push_back(c * t * width);
+      bool shared = false;
+      feed(role, ctx.r, shared);
+      if (shared) m.saved.push_back(ctx.r * t * width);
+      if (holds_own_input(ctx, ctx.r)) m.retained += ctx.r * t * width;
+    }
+  }
 
   // 2. Attention. SDPA's fused kernels keep q, k, v, the output and the log-sum-exp. PyTorch
   // picks flash for 16-bit inputs and memory-efficient attention for fp32, which does not take
@@ -554,7 +577,15 @@ block_memory block(const step_context& ctx, int layer_index) {
   // before SDPA; transformers passes enable_gqa (litgpt/model.py CausalSelfAttention,
   // torchtune/modules/attention.py MultiHeadAttention).
   const bool expanded_kv = ctx.config.framework != framework_profile::transformers && kv < q;
-  m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
+  // Latent attention keeps its queries and keys (the rotary part concatenated to each head) and
+  // kv_b_proj's whole output, of which the values are a view; its values are v_head_dim wide.
+  const std::uint64_t values = spec.mla ? heads * spec.mla_dims.v_head_dim : q;
+  if (spec.mla) {
+    m.saved.push_back(
+        c * t * (2 * q + heads * (spec.mla_dims.qk_nope_head_dim + spec.mla_dims.v_head_dim)));
+  } else {
+    m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
+  }
   // The tensors as large as the scores: kept for backward, or under selective recomputation
   // (Korthikanti et al. 2022, Megatron-LM --recompute-granularity selective) recomputed in the
   // block's backward.
@@ -592,7 +623,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     if (kv < q && !expanded_kv) m.saved.push_back(2 * c * t * q);  // repeat_kv
     eager_core(scores);
   } else {
-    m.saved.push_back(c * t * q);  // output
+    m.saved.push_back(c * t * values);  // output
     m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
   }
   const bool adapter_block =
@@ -610,8 +641,8 @@ block_memory block(const step_context& ctx, int layer_index) {
   // 3. Output projection (reads the attention output, made contiguous).
   bool o_shared = false;
   feed(linear_role::attention_out, c, o_shared);
-  if (o_shared) m.saved.push_back(c * t * q);
-  if (ctx.quantized) m.retained += c * t * q;
+  if (o_shared) m.saved.push_back(c * t * values);
+  if (ctx.quantized) m.retained += c * t * values;
   // Gemma 2's and 3's post_attention_layernorm and post_feedforward_layernorm normalise the
   // attention's and the MLP's outputs before the residual adds.
   const auto post_norm = [&] {
@@ -671,9 +702,17 @@ block_memory block(const step_context& ctx, int layer_index) {
     const std::uint64_t e = spec.moe.num_experts;
     const std::uint64_t k = spec.moe.experts_per_token;
     // The router's logits and their fp32 softmax (routing_weights, dtype=torch.float); the
-    // one-hot expert mask (int64) and the zeroed output being scattered into.
-    m.saved.push_back(c * t * e + 4 * t * e);
-    m.transient = std::max(m.transient, 8 * t * k * e + c * t * h);
+    // one-hot expert mask (int64) and the zeroed output being scattered into. DeepSeek's router
+    // scores in fp32 (its logits and their sigmoid, with the fp32 copy of its input when its
+    // weight trains) and scatters into an fp32 output (DeepseekV3MoE.moe: zeros_like(...,
+    // dtype=topk_weights.dtype)).
+    if (spec.moe.fp32_router) {
+      m.saved.push_back(8 * t * e + (ctx.full ? 4 * t * h : 0));
+      m.transient = std::max(m.transient, 8 * t * k * e + 4 * t * h);
+    } else {
+      m.saved.push_back(c * t * e + 4 * t * e);
+      m.transient = std::max(m.transient, 8 * t * k * e + c * t * h);
+    }
     // Each expert's output is kept for the routing weight's gradient (the product with
     // routing_weights: the weights need one whenever the block's input does, trained router or
     // not). Under tensor parallelism it is a partial sum of the whole width, not a split.
@@ -790,8 +829,6 @@ output_shape output_of(const model_spec& spec, const training_config& config, st
   const bool pooled = head.find("SequenceClassification") != std::string::npos || bare;
   return {pooled ? config.micro_batch : tokens, labels};
 }
-
-bool supported(const model_spec& spec) { return !spec.mla; }
 
 }  // namespace
 
@@ -1147,6 +1184,23 @@ std::optional<error> check_int8_base(const training_config& config) {
   return std::nullopt;
 }
 
+// DeepSeek's latent attention is modelled as transformers runs it (DeepseekV3Attention), on
+// data-parallel ranks.
+std::optional<error> check_latent_attention(const model_spec& spec, const training_config& config) {
+  if (!spec.mla) return std::nullopt;
+  if (config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.framework",
+                 "[workload.framework] DeepSeek's latent attention is modelled as transformers "
+                 "trains it: framework transformers"};
+  }
+  if (config.tp_degree > 1 || config.cp_degree > 1) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] DeepSeek's latent attention is modelled on data-parallel ranks "
+                 "and pipeline stages: tp and cp 1"};
+  }
+  return std::nullopt;
+}
+
 // Encoder-decoders (T5) are modelled as transformers runs them, on data-parallel ranks.
 std::optional<error> check_encoder_decoder(const model_spec& spec, const training_config& config) {
   if (!spec.encoder_decoder) {
@@ -1322,12 +1376,6 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                      std::to_string(config.adapter_start_layer) + "; the model has " +
                      std::to_string(spec.layers.size()) + " blocks"};
   }
-  if (!supported(spec)) {
-    return error{
-        "mode.unsupported_model", "model",
-        "[model] the detailed training estimator covers dense decoders and encoders so far; " +
-            spec.architecture + " is not one"};
-  }
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
   if (auto e = check_tensor_parallel(spec, tp)) return *e;
   const std::uint64_t cp = std::max<std::uint64_t>(config.cp_degree, 1);
@@ -1335,6 +1383,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (auto e = check_unsloth(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
   if (auto e = check_encoder_decoder(spec, config)) return *e;
+  if (auto e = check_latent_attention(spec, config)) return *e;
   if (config.finetune == finetune_kind::ia3 &&
       config.framework != framework_profile::transformers) {
     return error{"request.invalid_value", "workload.finetune",

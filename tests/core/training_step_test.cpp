@@ -168,15 +168,6 @@ TEST_CASE("DoRA adds a magnitude per output feature and keeps two outputs per ad
   CHECK(added == doctest::Approx(16.0 * 2 * 512 * (2048 + 512) * 2).epsilon(0.05));
 }
 
-TEST_CASE("the detailed estimator refuses what it does not model yet") {
-  const auto presets = test::read_presets();
-  auto mla = parse_model_config(presets.at("deepseek-ai/DeepSeek-V3").at("config"), {}, "c");
-  REQUIRE(mla.ok());
-  auto e = estimate_training_step(mla.value(), training_config{}, gpu_spec{});
-  REQUIRE_FALSE(e.ok());
-  CHECK(e.failure().code == "mode.unsupported_model");
-}
-
 TEST_CASE(
     "a mixture-of-experts block keeps what a gated MLP k experts wide keeps, and the router") {
   const auto presets = test::read_presets();
@@ -1806,6 +1797,95 @@ TEST_CASE("T5 runs as transformers does, on data-parallel ranks; target_len is T
   auto decoder_only = estimate_training_step(llama.value(), t5_run(), gpu_spec{});
   REQUIRE_FALSE(decoder_only.ok());
   CHECK(decoder_only.failure().field == "workload.target_len");
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+// DeepSeek's latent attention, small: hidden 64, 2 heads of 8 + 4 (rope) with values of 8, q and
+// kv latents of 16 and 32; block 0 dense (MLP 128), block 1 MoE (4 experts of 32, top 2).
+result<model_spec> tiny_mla(std::uint64_t layers) {
+  return parse_model_config({{"model_type", "deepseek_v3"},
+                             {"hidden_size", 64},
+                             {"intermediate_size", 128},
+                             {"moe_intermediate_size", 32},
+                             {"num_hidden_layers", layers},
+                             {"num_attention_heads", 2},
+                             {"num_key_value_heads", 2},
+                             {"n_routed_experts", 4},
+                             {"n_shared_experts", 1},
+                             {"num_experts_per_tok", 2},
+                             {"first_k_dense_replace", 1},
+                             {"n_group", 1},
+                             {"topk_group", 1},
+                             {"q_lora_rank", 16},
+                             {"kv_lora_rank", 32},
+                             {"qk_nope_head_dim", 8},
+                             {"qk_rope_head_dim", 4},
+                             {"v_head_dim", 8},
+                             {"vocab_size", 100},
+                             {"tie_word_embeddings", false}},
+                            {}, "c");
+}
+
+TEST_CASE("DeepSeek's latent attention: latents, their norms, q/k and kv_b's output, by hand") {
+  const auto spec = tiny_mla(1);
+  REQUIRE(spec.ok());
+  training_config c;
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 2;
+  c.seq_len = 8;
+  auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(e.ok());
+  // 16 tokens, bf16, everything trained. The input norm (4096 + 64 + 2048) and its output for
+  // q_a_proj and kv_a_proj_with_mqa (2048); the q latent's norm (1024 + 64 + 512) and its output
+  // for q_b_proj (512); the kv latent's (2048 + 64 + 1024, then 1024); queries and keys of 2 x
+  // 12 a token and kv_b_proj's 2 x (8 + 8) output (2560); SDPA's 2 x 8-wide output (512) and
+  // fp32 log-sum-exp (128); o_proj's input (512); then the dense gated MLP: its norm (6208),
+  // input (2048), gate, SiLU and up (12288) and down's input (4096).
+  const std::uint64_t attention = 6208 + 2048 + 1600 + 512 + 3136 + 1024 + 2560 + 512 + 128 + 512;
+  const std::uint64_t mlp = 6208 + 2048 + 12288 + 4096;
+  CHECK(e.value().saved_activation_bytes == attention + mlp);
+}
+
+TEST_CASE("DeepSeek's router scores in fp32 from an fp32 copy of its input") {
+  auto spec = tiny_mla(2);
+  REQUIRE(spec.ok());
+  REQUIRE(spec.value().layers[1].moe);
+  REQUIRE(spec.value().moe.fp32_router);
+  training_config c;
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 2;
+  c.seq_len = 8;
+  auto deepseek = estimate_training_step(spec.value(), c, gpu_spec{});
+  spec.value().moe.fp32_router = false;  // as a softmax router in the model's dtype scores
+  auto softmax = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(deepseek.ok());
+  REQUIRE(softmax.ok());
+  // 16 tokens, 4 experts: fp32 logits and sigmoid (8 bytes an expert score) rather than bf16
+  // logits and an fp32 softmax (6), and the trained router's fp32 copy of its 64-wide input.
+  CHECK(deepseek.value().saved_activation_bytes - softmax.value().saved_activation_bytes ==
+        2 * 16 * 4 + 4 * 16 * 64);
+}
+
+TEST_CASE("DeepSeek's latent attention runs as transformers does, on data-parallel ranks") {
+  const auto spec = tiny_mla(1);
+  REQUIRE(spec.ok());
+  training_config c;
+  c.framework = framework_profile::torchtune;
+  auto torchtune = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(torchtune.ok());
+  CHECK(torchtune.failure().field == "workload.framework");
+  c = training_config{};
+  c.cp_degree = 2;
+  c.sharding = data_parallel::ddp;
+  c.dp_degree = 1;
+  auto split = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(split.ok());
+  CHECK(split.failure().field == "parallel.method");
 }
 
 }  // namespace

@@ -90,6 +90,9 @@ struct moe_spec {
   std::uint64_t experts_per_token = 0;    // top-k
   std::uint64_t expert_intermediate = 0;  // width of one routed expert
   std::uint64_t shared_intermediate = 0;  // total width of the shared expert(s), 0 if none
+  // The router scores in fp32 from an fp32 copy of its input (DeepseekV3TopkRouter: F.linear of
+  // hidden_states.float(), then sigmoid).
+  bool fp32_router = false;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and compressed kv.

@@ -244,9 +244,10 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
 // SDPA can send to its math kernel, or T5's, computed by hand), for the size bound above.
 bool may_materialise_scores(const model_spec& spec, const training_config& config);
 
-// Fails with mode.unsupported_model for architectures the step model does not cover yet, and
-// with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP width
-// or pp_degree exceeds the layers.
+// Fails with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP
+// width or pp_degree exceeds the layers, and with request.invalid_value for what a model's
+// profile does not run (T5 or DeepSeek's latent attention outside transformers, or split by
+// tensor or context parallelism).
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu);
