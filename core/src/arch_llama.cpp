@@ -1,6 +1,7 @@
 // Llama-like decoders: RMSNorm, gated MLP, grouped-query attention, with the variants of
 // Mistral, Qwen2, Gemma/Gemma2, Phi-3 (fused projections), Mixtral and Qwen2-MoE (routed experts),
-// and DeepSeek-V3 (multi-head latent attention, shared experts, dense first layers). Names,
+// DeepSeek-V3 (multi-head latent attention, shared experts, dense first layers) and gpt-oss
+// (attention sinks, biased experts with a clamped SwiGLU, alternating sliding windows). Names,
 // shapes and order follow transformers 5 (fused `experts.gate_up_proj` / `experts.down_proj`),
 // checked against tests/golden/hf_param_counts.json. Unknown model types with the standard
 // Llama keys are read the same way, with a warning.
@@ -27,7 +28,8 @@ struct variant {
   bool qk_norm = false;          // Qwen3, Gemma 3: q_norm and k_norm over each head
   bool post_norms_only = false;  // OLMo 2: norms after attention and MLP, none before
   bool tie_default = false;
-  enum class moe_layout { none, mixtral, qwen2, deepseek } moe = moe_layout::none;
+  enum class moe_layout { none, mixtral, qwen2, deepseek, gpt_oss } moe = moe_layout::none;
+  bool sinks = false;  // gpt-oss: a learned sink logit per head (GptOssAttention.sinks)
   const char* architecture = "LlamaForCausalLM";
 };
 
@@ -39,7 +41,8 @@ const char* class_for(const std::string& type) {
       {"gemma", "GemmaForCausalLM"},        {"gemma2", "Gemma2ForCausalLM"},
       {"phi3", "Phi3ForCausalLM"},          {"deepseek_v3", "DeepseekV3ForCausalLM"},
       {"qwen3", "Qwen3ForCausalLM"},        {"qwen3_moe", "Qwen3MoeForCausalLM"},
-      {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"}};
+      {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
+      {"gpt_oss", "GptOssForCausalLM"}};
   for (const auto& [name, cls] : classes) {
     if (type == name) return cls;
   }
@@ -65,6 +68,10 @@ variant variant_for(const std::string& type, config_reader& cfg) {
   // Qwen3MoeSparseMoeBlock is Qwen2-MoE's without the shared expert.
   if (type == "qwen2_moe" || type == "qwen3_moe") v.moe = variant::moe_layout::qwen2;
   if (type == "deepseek_v3") v.moe = variant::moe_layout::deepseek;
+  if (type == "gpt_oss") {
+    v.moe = variant::moe_layout::gpt_oss;
+    v.sinks = true;
+  }
   v.architecture = class_for(type);
   return v;
 }
@@ -72,7 +79,7 @@ variant variant_for(const std::string& type, config_reader& cfg) {
 void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
   using layout = variant::moe_layout;
   const auto layers = spec.layers.size();
-  if (v.moe == layout::mixtral) {
+  if (v.moe == layout::mixtral || v.moe == layout::gpt_oss) {
     spec.moe.num_experts = cfg.required({"num_local_experts"}, max_experts);
     spec.moe.expert_intermediate = spec.intermediate_size;
     for (auto& layer : spec.layers) layer.moe = true;
@@ -153,6 +160,7 @@ void attention_block(tensor_builder& add, const model_spec& spec, const variant&
     add.linear("self_attn.k_proj", h, kv, v.qkv_bias, attn);
     add.linear("self_attn.v_proj", h, kv, v.qkv_bias, attn);
     add.linear("self_attn.o_proj", q, h, v.o_bias, attn);
+    if (v.sinks) add.parameter("self_attn.sinks", {spec.num_heads}, attn);
     if (v.qk_norm) {
       // OLMo 2 normalises all heads together (Olmo2Attention: RMSNorm(heads x head_dim)).
       add.rms_norm("self_attn.q_norm", v.post_norms_only ? q : spec.head_dim);
@@ -187,6 +195,18 @@ void mlp_block(tensor_builder& add, const model_spec& spec, const layer_spec& la
     add.parameter("mlp.experts.down_proj", {e, h, width}, tensor_role::routed_experts);
   };
   auto router = [&] { add.linear("mlp.gate", h, e, false, tensor_role::router); };
+  if (v.moe == layout::gpt_oss) {
+    // GptOssMLP: a biased router (GptOssTopKRouter; a linear map, registered as the other
+    // routers are), then the experts with their biases, gate_up_proj stored [experts, hidden,
+    // 2 x width] (GptOssExperts).
+    add.linear("mlp.router", h, e, true, tensor_role::router);
+    add.parameter("mlp.experts.gate_up_proj", {e, h, 2 * width}, tensor_role::routed_experts);
+    add.parameter("mlp.experts.gate_up_proj_bias", {e, 2 * width}, tensor_role::routed_experts,
+                  true);
+    add.parameter("mlp.experts.down_proj", {e, width, h}, tensor_role::routed_experts);
+    add.parameter("mlp.experts.down_proj_bias", {e, h}, tensor_role::routed_experts, true);
+    return;
+  }
   if (v.moe == layout::deepseek) {
     // DeepseekV3MoE registers the experts first; the router's e_score_correction_bias is a
     // buffer in transformers, not a parameter.
@@ -223,12 +243,19 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 0, max_positions, 0);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", v.tie_default);
   spec.activation = cfg.text("hidden_activation", cfg.text("hidden_act", "silu"));
+  const bool gpt_oss = spec.model_type == "gpt_oss";
+  // GptOssExperts runs its own clamped SwiGLU (alpha 1.702, limit 7) whatever hidden_act says.
+  if (gpt_oss) spec.activation = "gpt_oss_swiglu";
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop", "hidden_dropout"});
-  spec.eager_softmax_fp32 = true;  // modeling_llama.py eager_attention_forward
+  // modeling_llama.py eager_attention_forward; gpt-oss takes the softmax of its logits and sinks
+  // in their own dtype (modeling_gpt_oss.py eager_attention_forward).
+  spec.eager_softmax_fp32 = !gpt_oss;
+  spec.attention_sinks = v.sinks;
   const bool gemma =
       spec.model_type == "gemma" || spec.model_type == "gemma2" || spec.model_type == "gemma3_text";
-  spec.norm_keeps_input_dtype = gemma || spec.model_type == "olmo2";  // Olmo2RMSNorm too
+  // Olmo2RMSNorm and GptOssRMSNorm multiply by the weight before casting back too.
+  spec.norm_keeps_input_dtype = gemma || spec.model_type == "olmo2" || gpt_oss;
   spec.post_norms = v.sandwich_norms || v.post_norms_only;
   spec.pre_norms = !v.post_norms_only;
   spec.qk_norm = v.qk_norm;

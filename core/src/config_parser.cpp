@@ -42,6 +42,7 @@ constexpr family families[] = {
     {"gemma3_text", build_llama_like},
     {"gemma3", nullptr},  // text_config and vision_config: parse_gemma3
     {"olmo2", build_llama_like},
+    {"gpt_oss", build_llama_like},
     {"bert", nullptr},    // needs the task head: build_bert
     {"albert", nullptr},  // build_albert
     {"t5", build_t5},

@@ -367,6 +367,10 @@ std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_byt
 // ReLU keeps its output; F.gelu, SiLU and BLOOM's GeLUFunction their input.
 std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, bool amp) {
   if (activation == "gelu_new" || activation == "gelu_fast") return amp ? 4 + 4 + c + 4 : 4 * c;
+  // gpt-oss's clamped SwiGLU (GptOssExperts.forward), per gate element: the fused gate_up output
+  // both clamps keep (its up half counted as "up"), the clamped gate, sigmoid's output and
+  // up + 1; the product glu is the gate's output.
+  if (activation == "gpt_oss_swiglu") return 4 * c;
   return c;
 }
 
@@ -1786,6 +1790,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           "T5's attention computes its scores by hand (modeling_t5.py), whatever "
           "kernel is asked for: eager attention");
   }
+  if (spec.attention_sinks && config.attention != attention_kernel::eager)
+    out.notes.push_back(
+        "transformers runs gpt-oss's attention sinks in eager attention or in the "
+        "hub's flash-attention 3 kernel (kernels-community/vllm-flash-attn3), not "
+        "SDPA: sdpa is read as that kernel, which keeps no scores");
   std::vector<block_memory> blocks;
   for (std::size_t l = 0; l < spec.layers.size(); ++l)
     blocks.push_back(block(l >= first_decoder ? decoder_ctx : ctx, static_cast<int>(l)));

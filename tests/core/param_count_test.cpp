@@ -134,6 +134,34 @@ TEST_CASE("Qwen3, Qwen3-MoE and Gemma 3 text totals, by hand and by their model 
   CHECK(gemma3.active == gemma3.total - gemma3.groups.vision);
 }
 
+TEST_CASE("gpt-oss-20b, by hand and by its model card: sinks, biased experts, sliding layers") {
+  auto spec = parse_model_config(test::read_json("tests/configs/gpt-oss-20b.json"), {}, "c");
+  REQUIRE(spec.ok());
+  CHECK(spec.value().architecture == "GptOssForCausalLM");
+  CHECK(spec.value().warnings.empty());  // read as gpt-oss, not as a Llama-like fallback
+  auto c = count_params(spec.value());
+  REQUIRE(c.ok());
+  // Per block (GptOssDecoderLayer): biased q (64 x 64), k and v (8 x 64) and o over 2880, 64
+  // sinks, a biased router of 32, 32 experts of gate_up [2880, 5760] and down [2880, 2880] with
+  // their biases, two norms.
+  const std::uint64_t attention =
+      2880ULL * 4096 + 4096 + 2 * (2880ULL * 512 + 512) + 4096ULL * 2880 + 2880 + 64;
+  const std::uint64_t experts = 32 * (2880ULL * 5760 + 5760 + 2880ULL * 2880 + 2880);
+  const std::uint64_t block = attention + 32 * 2880 + 32 + experts + 2 * 2880;
+  const std::uint64_t embedding = 201088ULL * 2880;
+  CHECK(c.value().total == 2 * embedding + 24 * block + 2880);
+  CHECK(c.value().total == 20914757184ULL);
+  // The model card (OpenAI, gpt-oss-20b): MLP 19.12B, attention 0.64B, embedding and
+  // unembedding 1.16B, 20.91B in all, 3.61B active (4 of 32 experts, the embedding left out).
+  CHECK(c.value().groups.routed_experts == 24 * experts);
+  CHECK(c.value().active - embedding == 3608307264ULL);
+  for (const auto& layer : spec.value().layers) {
+    CHECK(layer.moe);
+    CHECK((layer.attention == attention_pattern::sliding) == (layer.index % 2 == 0));
+  }
+  CHECK(spec.value().attention_sinks);
+}
+
 TEST_CASE("ALBERT: a factorised embedding and one block's parameters run by every block") {
   // albert-base-v2 (huggingface.co/albert/albert-base-v2 config.json). By hand: embeddings
   // 30000 x 128 + 512 x 128 + 2 x 128 and a LayerNorm of 128; the 128 -> 768 projection; one

@@ -1890,3 +1890,51 @@ TEST_CASE("DeepSeek's latent attention runs as transformers does, on data-parall
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+// gpt-oss, small: hidden 64, 4 heads of 16 (2 KV heads) with sinks, 4 experts of 32 (top 2)
+// with biases, one block.
+result<model_spec> tiny_gpt_oss() {
+  return parse_model_config({{"model_type", "gpt_oss"},
+                             {"hidden_size", 64},
+                             {"intermediate_size", 32},
+                             {"num_hidden_layers", 1},
+                             {"num_attention_heads", 4},
+                             {"num_key_value_heads", 2},
+                             {"head_dim", 16},
+                             {"num_local_experts", 4},
+                             {"num_experts_per_tok", 2},
+                             {"attention_bias", true},
+                             {"vocab_size", 100}},
+                            {}, "c");
+}
+
+TEST_CASE("gpt-oss: the clamped SwiGLU keeps six tensors, the sinks' softmax its own dtype") {
+  auto spec = tiny_gpt_oss();
+  REQUIRE(spec.ok());
+  training_config c;
+  c.compute = compute_precision::pure_bf16;
+  c.attention = attention_kernel::eager;
+  c.micro_batch = 2;
+  c.seq_len = 8;
+  const auto saved = [&] {
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().saved_activation_bytes;
+  };
+  const std::uint64_t gpt_oss = saved();
+  // 16 tokens reach 2 experts of 32 each: the fused gate_up, the clamped gate, sigmoid's
+  // output, up + 1 and glu (6 bf16 tensors) rather than SiLU's input, its output and up (3).
+  spec.value().activation = "silu";
+  const std::uint64_t swiglu = saved();
+  CHECK(gpt_oss - swiglu == 3 * 2 * 16 * 2 * 32);
+  // The softmax over logits and sinks stays bf16 (2 bytes a score) where Llama's eager
+  // attention keeps an fp32 softmax and its bf16 cast (4 + 2): 2 x 4 heads x 8 x 8 scores.
+  spec.value().eager_softmax_fp32 = true;
+  CHECK(saved() - swiglu == 4 * 2 * 4 * 8 * 8);
+}
+
+}  // namespace
+}  // namespace gpumem

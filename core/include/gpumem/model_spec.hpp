@@ -145,6 +145,9 @@ struct model_spec {
   // Gemma 2's soft cap of attention logits (attn_logit_softcapping; 0: none): cap * tanh(s / cap)
   // before the softmax, which the fused SDPA kernels cannot apply.
   double attention_softcap = 0.0;
+  // gpt-oss: a learned sink logit per head joins each softmax (GptOssAttention.sinks), which
+  // PyTorch's SDPA kernels do not take.
+  bool attention_sinks = false;
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
 
