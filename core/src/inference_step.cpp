@@ -90,6 +90,9 @@ bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
   if (is_dense(c.weights.format) || t.is_bias || t.shape.size() < 2) return false;
   if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt;
   if (t.layer < 0) return false;
+  // MXFP4 checkpoints (gpt-oss's quantization_config: modules_to_not_convert lists the attention,
+  // router, embeddings and LM head) hold only the routed experts in 4 bits.
+  if (c.weights.format == weight_format::mxfp4) return t.role == tensor_role::routed_experts;
   // transformers fuses routed experts into 3-D parameters, which bitsandbytes (replacing
   // nn.Linear modules only) leaves in 16 bits; GPTQ/AWQ/fp8 checkpoints and vLLM's FusedMoE
   // quantise them.
@@ -504,6 +507,14 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
     return error{"request.invalid_value", "workload.weights",
                  "[workload.weights] GGUF formats (gguf_*) run under the llama_cpp framework, "
                  "and llama_cpp runs GGUF formats"};
+  }
+  const bool experts =
+      std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                  [](const tensor_spec& t) { return t.role == tensor_role::routed_experts; });
+  if (config.weights.format == weight_format::mxfp4 && !experts) {
+    return error{"request.invalid_value", "workload.weights",
+                 "[workload.weights] mxfp4 checkpoints quantise routed experts (gpt-oss); " +
+                     spec.architecture + " has none"};
   }
   if (llama_cpp && tp > 1) {
     return error{"request.invalid_value", "parallel.method",

@@ -755,8 +755,8 @@ result<inference_request> read_inference_request(const json& request, const mode
   const auto weights =
       choose(in, "weights", llama_cpp ? "gguf_q4_k_m" : "bf16",
              {"fp32", "fp16", "bf16", "fp8", "int8", "nf4", "fp4", "nf4_double_quant",
-              "fp4_double_quant", "gptq_4bit", "awq_4bit", "gguf_q8_0", "gguf_q6_k", "gguf_q5_k_m",
-              "gguf_q4_k_m", "gguf_q3_k_m", "gguf_q2_k"});
+              "fp4_double_quant", "gptq_4bit", "awq_4bit", "mxfp4", "gguf_q8_0", "gguf_q6_k",
+              "gguf_q5_k_m", "gguf_q4_k_m", "gguf_q3_k_m", "gguf_q2_k"});
   const bool fp32_weights = weights && *weights == "fp32";
   const auto compute =
       choose(in, "compute", fp32_weights ? "fp32" : "bf16",

@@ -18,6 +18,7 @@ constexpr std::pair<const char*, weight_format> format_names[] = {
     {"fp4_double_quant", weight_format::fp4_double_quant},
     {"gptq_4bit", weight_format::gptq_4bit},
     {"awq_4bit", weight_format::awq_4bit},
+    {"mxfp4", weight_format::mxfp4},
     {"gguf_q8_0", weight_format::gguf_q8_0},
     {"gguf_q6_k", weight_format::gguf_q6_k},
     {"gguf_q5_k_m", weight_format::gguf_q5_k_m},
@@ -239,6 +240,10 @@ std::uint64_t quantized_matrix_bytes(std::uint64_t out_features, std::uint64_t i
       // g_idx int32 [in] (AutoGPTQ QuantLinear).
       return ceil_div(numel, 2) + groups * ceil_div(out_features, 8) * 4 +
              groups * out_features * 2 + 4 * in_features;
+    case weight_format::mxfp4:
+      // OCP MX FP4 (E2M1) codes packed two a byte and one E8M0 scale byte per 32 weights along
+      // the input (gpt-oss: `*_blocks` uint8 [..., in/32, 16] and `*_scales` uint8 [..., in/32]).
+      return ceil_div(numel, 2) + out_features * ceil_div(in_features, 32);
     case weight_format::awq_4bit:
       // qweight int32 [in, out/8], qzeros int32 [groups, out/8], fp16 scales [groups, out]
       // (AutoAWQ WQLinear_GEMM).

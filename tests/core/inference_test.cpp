@@ -64,6 +64,8 @@ TEST_CASE("bytes of a 4096 x 4096 matrix in every non-GGUF format, by hand") {
   weight_storage gptq = storage(weight_format::gptq_4bit);
   gptq.group_size = 1000;
   CHECK(quantized_matrix_bytes(8, 4096, gptq) == 8 * 4096 / 2 + 5 * 1 * 4 + 5 * 8 * 2 + 4096 * 4);
+  // MXFP4: half a byte per weight + one scale byte per 32 inputs = 0.53125 B/weight.
+  CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::mxfp4)) == n / 2 + n / 32);
   // Dense storage: the compute dtype's bytes.
   CHECK(quantized_matrix_bytes(4096, 4096, storage(weight_format::bf16)) == 2 * n);
 }
@@ -281,6 +283,29 @@ TEST_CASE("MoE experts: bitsandbytes in transformers leaves the fused experts in
   auto split = estimate_inference(spec.value(), c, gpu_with(192 * gib));
   REQUIRE(split.ok());
   CHECK(split.value().weight_bytes < vllm.value().weight_bytes / 6);
+}
+
+TEST_CASE("gpt-oss-20b in MXFP4: its experts in 4.25 bits, the rest in bf16, by hand") {
+  const auto spec = parse_model_config(test::read_json("tests/configs/gpt-oss-20b.json"), {}, "c");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.weights.format = weight_format::mxfp4;
+  c.prompt_tokens = 8;
+  auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE(e.ok());
+  // 24 blocks of 32 experts: gate_up [2880, 5760] and down [2880, 2880] in codes and scales
+  // (13,219,200 bytes an expert); the other 1,804,459,584 parameters (expert biases included)
+  // at 2 bytes: 13.8 GB, OpenAI's "within 16GB of memory".
+  const std::uint64_t expert = 2880ULL * 5760 / 2 + 2880 * 180 + 2880ULL * 2880 / 2 + 2880 * 90;
+  CHECK(expert == 13219200);
+  const std::uint64_t dense = 20914757184ULL - 24ULL * 32 * (2880ULL * 5760 + 2880ULL * 2880);
+  CHECK(e.value().weight_bytes == 24ULL * 32 * expert + 2 * dense);
+  // Without routed experts there is nothing for MXFP4 to hold.
+  const auto dense_model = preset("gpt2");
+  REQUIRE(dense_model.ok());
+  auto refused = estimate_inference(dense_model.value(), c, gpu_with(80 * gib));
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.failure().field == "workload.weights");
 }
 
 TEST_CASE("SDPA's math kernel: Falcon-7B's single K/V head in transformers, fp32 GQA") {

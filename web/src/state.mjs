@@ -37,7 +37,7 @@ export const FIELDS = {
   loop: { default: 'trainer', choices: ['trainer', 'outputs', 'own_loss', 'own_loss_kept'] },
   weights: {
     default: 'bf16',
-    choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit',
+    choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit', 'mxfp4',
       'gguf_q8_0', 'gguf_q6_k', 'gguf_q5_k_m', 'gguf_q4_k_m', 'gguf_q3_k_m', 'gguf_q2_k'],
   },
   new: { default: '256' },

@@ -24,6 +24,7 @@ enum class weight_format {
   fp4_double_quant,
   gptq_4bit,  // group-wise 4-bit with fp16 scales, packed zeros and g_idx (AutoGPTQ layout)
   awq_4bit,   // group-wise 4-bit with fp16 scales and packed zeros (AutoAWQ GEMM layout)
+  mxfp4,      // OCP microscaling FP4 of the routed experts (gpt-oss checkpoints)
   gguf_q8_0,  // llama.cpp GGUF file types (tensor types chosen per tensor, see gguf_tensor_type)
   gguf_q6_k,
   gguf_q5_k_m,
