@@ -27,7 +27,7 @@ ordered_json workload_json(const inference_config& c) {
           {"micro_batch", c.batch},
           {"seq_len", c.prompt_tokens},
           {"new_tokens", c.new_tokens},
-          {"attention", c.attention == attention_kernel::eager ? "eager" : "sdpa"},
+          {"attention", attention_kernel_name(c.attention)},
           {"kv_cache", {{"kind", kv_cache_kind_name(c.kv)}, {"element_bytes", c.kv_bytes}}}};
 }
 

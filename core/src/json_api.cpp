@@ -369,7 +369,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"micro_batch", w.micro_batch},
       {"seq_len", w.seq_len},
       {"grad_ckpt", w.selective_recompute ? json("selective") : json(w.grad_ckpt)},
-      {"attention", w.attention == attention_kernel::eager ? "eager" : "sdpa"}};
+      {"attention", attention_kernel_name(w.attention)}};
   if (c.model.spec.encoder_decoder)
     result["workload"]["target_len"] = w.target_len > 0 ? w.target_len : w.seq_len;
   // The busiest rank's figures; every rank's in per_gpu.

@@ -258,7 +258,9 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   speed.recompute = workload.grad_ckpt;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
                workload.compute == compute_precision::pure_bf16;
-  speed.causal_kernel = workload.attention == attention_kernel::sdpa;
+  speed.causal_kernel =
+      kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers) !=
+      attention_kernel::eager;
   speed.weight_gradients = workload.finetune == finetune_kind::full;
   speed.target_len = workload.target_len;
 

@@ -592,7 +592,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
                   : *optimizer == "sgd_momentum" ? optimizer_kind::sgd_momentum
                   : *optimizer == "none"         ? optimizer_kind::none
                                                  : optimizer_kind::adamw;
-  out.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
+  out.attention = attention_kernel_named(*attention);
   if (in.has("optimizer_impl")) {
     const auto impl = choice("optimizer_impl", "foreach", {"foreach", "for_loop", "fused"});
     if (auto problem = in.problem("")) return *problem;
@@ -773,7 +773,7 @@ result<inference_request> read_inference_request(const json& request, const mode
   c.activation_bytes = *compute == "fp32" ? 4 : 2;
   c.activation_bf16 = compute->find("bf16") != std::string::npos;
   c.weights.dense_bytes = c.activation_bytes;
-  c.attention = *attention == "eager" ? attention_kernel::eager : attention_kernel::sdpa;
+  c.attention = attention_kernel_named(*attention);
   c.framework = *serving_framework_named(*framework);  // `choose` accepted only these names
 
   // The KV cache: each framework's own default kind.

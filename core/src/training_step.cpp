@@ -515,7 +515,9 @@ block_memory block(const step_context& ctx, int layer_index) {
   // T5Attention computes its scores by hand too (modeling_t5.py: matmul, the position bias added
   // in place, softmax(scores.float()), dropout, matmul).
   const bool softcap = spec.attention_softcap > 0;
-  const bool eager = ctx.config.attention == attention_kernel::eager ||
+  const bool transformers = ctx.config.framework == framework_profile::transformers;
+  const attention_kernel kernel = kernel_run(spec, ctx.config.attention, transformers);
+  const bool eager = kernel == attention_kernel::eager ||
                      (softcap && ctx.config.framework == framework_profile::litgpt) ||
                      spec.encoder_decoder;
 
@@ -576,7 +578,7 @@ block_memory block(const step_context& ctx, int layer_index) {
       ulysses ? ctx.config.micro_batch * (heads / ctx.cp) * ctx.config.seq_len * ctx.config.seq_len
               : ctx.config.micro_batch * heads * ctx.seq * ctx.seq;
   const bool math_sdpa =
-      !eager && sdpa_math_kernel(spec, c, ctx.config.framework == framework_profile::transformers);
+      kernel == attention_kernel::sdpa && !eager && sdpa_math_kernel(spec, c, transformers);
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
   // before SDPA; transformers passes enable_gqa (litgpt/model.py CausalSelfAttention,
   // torchtune/modules/attention.py MultiHeadAttention).
@@ -1042,6 +1044,24 @@ std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
   return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;
 }
 
+attention_kernel kernel_run(const model_spec& spec, attention_kernel asked, bool transformers) {
+  if (spec.attention_sinks && transformers && asked == attention_kernel::sdpa)
+    return attention_kernel::eager;
+  return asked;
+}
+
+const char* attention_kernel_name(attention_kernel kernel) {
+  return kernel == attention_kernel::eager   ? "eager"
+         : kernel == attention_kernel::flash ? "flash"
+                                             : "sdpa";
+}
+
+attention_kernel attention_kernel_named(const std::string& name) {
+  return name == "eager"   ? attention_kernel::eager
+         : name == "flash" ? attention_kernel::flash
+                           : attention_kernel::sdpa;
+}
+
 bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers) {
   if (spec.num_kv_heads >= spec.num_heads) return false;
   if (compute_bytes == 4) return true;
@@ -1096,10 +1116,12 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
                      std::to_string(spec.num_heads / tp) + ") and key/value heads (" +
                      std::to_string(spec.num_kv_heads / tp) + ") of each tensor-parallel rank"};
   }
-  if (ring && config.attention == attention_kernel::eager) {
+  if (ring &&
+      kernel_run(spec, config.attention, config.framework == framework_profile::transformers) ==
+          attention_kernel::eager) {
     return error{"request.invalid_value", "workload.attention",
-                 "[workload.attention] ring attention runs a fused kernel: use sdpa (or cp_kind "
-                 "ulysses for eager attention)"};
+                 "[workload.attention] ring attention runs a fused kernel: use sdpa or flash (or "
+                 "cp_kind ulysses for eager attention)"};
   }
   if (ring && config.compute == compute_precision::fp32) {
     return error{"request.invalid_value", "workload.compute",
@@ -1326,8 +1348,9 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
 }
 
 bool may_materialise_scores(const model_spec& spec, const training_config& config) {
-  return config.attention == attention_kernel::eager || config.compute == compute_precision::fp32 ||
-         spec.encoder_decoder;
+  const bool transformers = config.framework == framework_profile::transformers;
+  return kernel_run(spec, config.attention, transformers) == attention_kernel::eager ||
+         config.compute == compute_precision::fp32 || spec.encoder_decoder;
 }
 
 namespace {
@@ -1790,11 +1813,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           "T5's attention computes its scores by hand (modeling_t5.py), whatever "
           "kernel is asked for: eager attention");
   }
-  if (spec.attention_sinks && config.attention != attention_kernel::eager)
+  if (kernel_run(spec, config.attention, config.framework == framework_profile::transformers) !=
+      config.attention)
     out.notes.push_back(
-        "transformers runs gpt-oss's attention sinks in eager attention or in the "
-        "hub's flash-attention 3 kernel (kernels-community/vllm-flash-attn3), not "
-        "SDPA: sdpa is read as that kernel, which keeps no scores");
+        "transformers has no SDPA path for gpt-oss's attention sinks and falls back to eager "
+        "attention; workload.attention flash reads the hub's flash-attention 3 kernel "
+        "(kernels-community/vllm-flash-attn3), which keeps no scores");
   std::vector<block_memory> blocks;
   for (std::size_t l = 0; l < spec.layers.size(); ++l)
     blocks.push_back(block(l >= first_decoder ? decoder_ctx : ctx, static_cast<int>(l)));

@@ -508,9 +508,7 @@ std::string training_config_for(const json& p, training_config& config,
   // checkpointing (enable_activation_checkpointing: True), plain loops do not.
   config.grad_ckpt =
       ckpt.is_boolean() ? ckpt.get<bool>() : ckpt.is_null() && framework == "torchtune";
-  config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
-                         ? attention_kernel::eager
-                         : attention_kernel::sdpa;
+  config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
   // Gradient accumulation, which changes the peak, as a measure option.
   bool accumulation_stated = false;
   if (const auto digits = measure_option(p, "grad_accumulation")) {
@@ -592,9 +590,7 @@ std::string inference_config_for(const json& p, inference_config& config) {
     config.kv_cache_tokens = w.at("kv_cache_tokens").get<std::uint64_t>();
     if (config.kv != kv_cache_kind::paged) config.kv = kv_cache_kind::static_cache;
   }
-  config.attention = std::string(text_or(w, "attention", "sdpa")) == "eager"
-                         ? attention_kernel::eager
-                         : attention_kernel::sdpa;
+  config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
   const std::string method = text_or(parallel, "method", "single");
   const std::uint64_t gpus = count_or_one(parallel, "gpus");
   if (method == "tensor_parallel") {

@@ -1936,5 +1936,29 @@ TEST_CASE("gpt-oss: the clamped SwiGLU keeps six tensors, the sinks' softmax its
   CHECK(saved() - swiglu == 4 * 2 * 4 * 8 * 8);
 }
 
+TEST_CASE("gpt-oss in transformers: sdpa falls back to eager attention, flash keeps no scores") {
+  const auto spec = tiny_gpt_oss();
+  REQUIRE(spec.ok());
+  training_config c;
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 2;
+  c.seq_len = 8;
+  const auto run = [&](attention_kernel kernel) {
+    c.attention = kernel;
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value();
+  };
+  const auto sdpa = run(attention_kernel::sdpa);
+  const auto eager = run(attention_kernel::eager);
+  const auto flash = run(attention_kernel::flash);
+  CHECK(sdpa.saved_activation_bytes == eager.saved_activation_bytes);
+  REQUIRE(sdpa.notes.size() == 1);
+  CHECK(sdpa.notes[0].find("falls back to eager") != std::string::npos);
+  CHECK(eager.notes.empty());
+  CHECK(flash.notes.empty());
+  CHECK(flash.saved_activation_bytes < eager.saved_activation_bytes);
+}
+
 }  // namespace
 }  // namespace gpumem

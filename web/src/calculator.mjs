@@ -17,7 +17,7 @@ const LABELS = {
   ft: { full: 'Full', lora: 'LoRA', qlora: 'QLoRA (4-bit base)', lora_int8: 'LoRA (8-bit base)', dora: 'DoRA', ia3: 'IA3' },
   precision: { amp_bf16: 'AMP bf16', amp_fp16: 'AMP fp16', pure_bf16: 'bf16 (pure)', pure_fp16: 'fp16 (pure)', fp32: 'fp32' },
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD + momentum' },
-  attn: { sdpa: 'SDPA / flash', eager: 'Eager' },
+  attn: { sdpa: 'SDPA', eager: 'Eager', flash: 'FlashAttention' },
   fw: { transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)', vllm: 'vLLM', llama_cpp: 'llama.cpp' },
   loop: {
     trainer: 'HF Trainer / TRL', outputs: 'Loop keeping outputs (accelerate, PEFT)',

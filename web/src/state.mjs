@@ -29,7 +29,7 @@ export const FIELDS = {
   seq: { default: '1024' },
   tgt: { default: '' },  // an encoder-decoder's decoder tokens ('' = as many as seq)
   ckpt: { default: '1', choices: ['0', '1'] },
-  attn: { default: 'sdpa', choices: ['sdpa', 'eager'] },
+  attn: { default: 'sdpa', choices: ['sdpa', 'eager', 'flash'] },
   fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'vllm', 'llama_cpp'] },
   // How a transformers training loop takes its loss and holds the outputs (workload.loss,
   // workload.keep_outputs): the HF Trainer's way, a loop keeping `outputs`, the script's own

@@ -31,7 +31,10 @@ enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, non
 // torch.optim AdamW's implementation: foreach (multi-tensor, PyTorch's default on CUDA), a
 // Python loop over the parameters (foreach=False), or the fused kernel (fused=True).
 enum class adamw_implementation { foreach, for_loop, fused };
-enum class attention_kernel { eager, sdpa };
+// flash: FlashAttention kernels (transformers' flash_attention_2, or a hub kernel such as
+// gpt-oss's vllm-flash-attn3), which keep what SDPA's fused kernels keep and never fall back to a
+// math kernel.
+enum class attention_kernel { eager, sdpa, flash };
 // How a transformers run takes its loss: the model's own from labels (a causal LM's
 // ForCausalLMLoss, transformers >= 4.46: the logits upcast to fp32, the labels shifted rather
 // than the logits), or a plain cross-entropy on the logits in their own dtype — a causal LM's
@@ -291,6 +294,13 @@ stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std
 // FalconAttention hands a multi-query model's single K/V head to SDPA unexpanded; Llama-like
 // models pass enable_gqa or repeat K/V, litgpt and torchtune repeat K/V.
 bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers);
+// The kernel a run gets: transformers has no SDPA path for gpt-oss's attention sinks and falls
+// back to eager attention (GptOssPreTrainedModel does not declare _supports_sdpa).
+attention_kernel kernel_run(const model_spec& spec, attention_kernel asked, bool transformers);
+// "eager", "sdpa" or "flash", as requests and validation points name them (any other name: sdpa,
+// PyTorch's default).
+const char* attention_kernel_name(attention_kernel kernel);
+attention_kernel attention_kernel_named(const std::string& name);
 
 // parallel.invalid_degree unless `tp` divides the attention heads, the KV heads and the MLP
 // width (Megatron-style splits of whole heads and MLP columns).
