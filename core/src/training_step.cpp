@@ -65,18 +65,21 @@ linear_role role_of(const tensor_spec& t) {
   const std::string module = module_of(t.name);
   if (t.role == tensor_role::router) return linear_role::mlp_in;  // reads the MLP's input
   // T5 (modeling_t5.py): SelfAttention and EncDecAttention q, k, v, o; DenseReluDense wi (wi_0
-  // and wi_1 when gated) and wo.
-  if (t.name.find(".EncDecAttention.") != std::string::npos) {
-    return module == "q"   ? linear_role::cross_query
-           : module == "o" ? linear_role::cross_out
-                           : linear_role::cross_memory;
+  // and wi_1 when gated) and wo. (Only short names are looked at: this runs for every linear of
+  // every replay.)
+  if (module.size() <= 4) {
+    if (t.name.find(".EncDecAttention.") != std::string::npos) {
+      return module == "q"   ? linear_role::cross_query
+             : module == "o" ? linear_role::cross_out
+                             : linear_role::cross_memory;
+    }
+    if (module == "o") return linear_role::attention_out;
+    if (module == "wi" || module == "wi_0" || module == "wi_1") return linear_role::mlp_in;
+    if (module == "wo") return linear_role::mlp_out;
   }
-  if (module == "o") return linear_role::attention_out;
   // DeepSeek's latent attention: q_b_proj and kv_b_proj read the normalised q and kv latents.
   if (module == "q_b_proj") return linear_role::latent_q;
   if (module == "kv_b_proj") return linear_role::latent_kv;
-  if (module == "wi" || module == "wi_0" || module == "wi_1") return linear_role::mlp_in;
-  if (module == "wo") return linear_role::mlp_out;
   if (module == "dense" && t.role == tensor_role::mlp) {
     // BERT's intermediate.dense and output.dense
     return t.name.find("intermediate") != std::string::npos ? linear_role::mlp_in
