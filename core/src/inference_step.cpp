@@ -488,22 +488,18 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
                                               const inference_config& config, const gpu_spec& gpu) {
   if (config.framework == serving_framework::litgpt && spec.tied_embeddings)
     return estimate_inference(litgpt_model(spec), config, gpu);
+  if (spec.encoder_decoder || !spec.causal) {
+    return error{"mode.unsupported_model", "model",
+                 "[model] the inference estimator covers decoder-only models; " +
+                     spec.architecture + " is not one"};
+  }
   const bool transformers = config.framework == serving_framework::transformers;
   if (kernel_run(spec, config.attention, transformers) != config.attention) {
     inference_config run = config;
     run.attention = kernel_run(spec, config.attention, transformers);
     auto fallback = estimate_inference(spec, run, gpu);
-    if (fallback.ok()) {
-      fallback.value().notes.push_back(
-          "transformers has no SDPA path for gpt-oss's attention sinks and falls back to eager "
-          "attention; workload.attention flash reads the hub's flash-attention 3 kernel");
-    }
+    if (fallback.ok()) fallback.value().notes.push_back(kernel_run_note(spec));
     return fallback;
-  }
-  if (spec.encoder_decoder || !spec.causal) {
-    return error{"mode.unsupported_model", "model",
-                 "[model] the inference estimator covers decoder-only models; " +
-                     spec.architecture + " is not one"};
   }
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);

@@ -244,12 +244,9 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   std::vector<std::string> unmatched;
   if (auto e = check_adapter_targets(spec, workload, unmatched)) return *e;
   // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
-  if (auto e = check_training_size(spec, 1, workload.seq_len + workload.virtual_tokens,
-                                   may_materialise_scores(spec, workload)))
+  if (auto e =
+          check_training_lengths(spec, workload, 1, workload.seq_len + workload.virtual_tokens))
     return *e;
-  if (spec.encoder_decoder && workload.target_len > 0) {
-    if (auto e = check_training_size(spec, 1, workload.target_len, true, "target_len")) return *e;
-  }
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);

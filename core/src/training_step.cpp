@@ -445,12 +445,8 @@ void ia3_terms(block_memory& m, const step_context& ctx, const tensor_spec& w,
 }
 
 block_memory block(const step_context& ctx, int layer_index) {
+  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
   const auto& spec = ctx.spec;
-  if (ctx.config.framework == framework_profile::unsloth) {
-    block_memory m = unsloth_block(ctx, layer_index);
-    m.residual = ctx.r * ctx.h_tokens * spec.hidden_size;
-    return m;
-  }
   const std::uint64_t t = ctx.tokens;
   const std::uint64_t th = ctx.h_tokens;  // tokens of hidden-width tensors
   const std::uint64_t c = ctx.c;
@@ -515,14 +511,12 @@ block_memory block(const step_context& ctx, int layer_index) {
   // litgpt computes soft-capped attention by hand (litgpt/model.py CausalSelfAttention
   // scaled_dot_product_attention: q @ k.mT, tanh cap, fp32 softmax cast back, @ v), whatever
   // kernel is asked for.
-  // T5Attention computes its scores by hand too (modeling_t5.py: matmul, the position bias added
-  // in place, softmax(scores.float()), dropout, matmul).
+  // (T5's runs eager whatever is asked for: kernel_run.)
   const bool softcap = spec.attention_softcap > 0;
   const bool transformers = ctx.config.framework == framework_profile::transformers;
   const attention_kernel kernel = kernel_run(spec, ctx.config.attention, transformers);
   const bool eager = kernel == attention_kernel::eager ||
-                     (softcap && ctx.config.framework == framework_profile::litgpt) ||
-                     spec.encoder_decoder;
+                     (softcap && ctx.config.framework == framework_profile::litgpt);
 
   // 1. The norm before attention; its output feeds the q/k/v projection(s).
   // (OLMo 2 has none: the projections read the residual stream.)
@@ -808,7 +802,6 @@ block_memory block(const step_context& ctx, int layer_index) {
     m.retained = 0;
     m.backward_transient = 0;
   }
-  m.residual = ctx.r * th * h;
   return m;
 }
 
@@ -1048,9 +1041,20 @@ std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
 }
 
 attention_kernel kernel_run(const model_spec& spec, attention_kernel asked, bool transformers) {
+  if (spec.encoder_decoder) return attention_kernel::eager;
   if (spec.attention_sinks && transformers && asked == attention_kernel::sdpa)
     return attention_kernel::eager;
   return asked;
+}
+
+std::string kernel_run_note(const model_spec& spec) {
+  if (spec.encoder_decoder) {
+    return "T5's attention computes its scores by hand (modeling_t5.py), whatever kernel is "
+           "asked for: eager attention";
+  }
+  return "transformers has no SDPA path for gpt-oss's attention sinks and falls back to eager "
+         "attention; workload.attention flash reads the hub's flash-attention 3 kernel "
+         "(kernels-community/vllm-flash-attn3), which keeps no scores";
 }
 
 const char* attention_kernel_name(attention_kernel kernel) {
@@ -1350,10 +1354,15 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
                    std::to_string(sized) + "; reduce micro_batch or " + length};
 }
 
-bool may_materialise_scores(const model_spec& spec, const training_config& config) {
+std::optional<error> check_training_lengths(const model_spec& spec, const training_config& config,
+                                            std::uint64_t micro_batch, std::uint64_t positions) {
   const bool transformers = config.framework == framework_profile::transformers;
-  return kernel_run(spec, config.attention, transformers) == attention_kernel::eager ||
-         config.compute == compute_precision::fp32 || spec.encoder_decoder;
+  const bool scores = kernel_run(spec, config.attention, transformers) == attention_kernel::eager ||
+                      config.compute == compute_precision::fp32;
+  if (auto e = check_training_size(spec, micro_batch, positions, scores)) return e;
+  if (spec.encoder_decoder && config.target_len > 0)
+    return check_training_size(spec, micro_batch, config.target_len, scores, "target_len");
+  return std::nullopt;
 }
 
 namespace {
@@ -1385,15 +1394,8 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 namespace {
 result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
                                         const gpu_spec& gpu) {
-  if (auto e = check_training_size(spec, config.micro_batch, config.seq_len,
-                                   may_materialise_scores(spec, config)))
-    return *e;
-  // (Cross-attention's scores are bounded by the longer of the two lengths.)
-  if (spec.encoder_decoder && config.target_len > 0) {
-    if (auto e =
-            check_training_size(spec, config.micro_batch, config.target_len, true, "target_len"))
-      return *e;
-  }
+  // (Prompt tuning's virtual tokens are already in seq_len: estimate_training_step.)
+  if (auto e = check_training_lengths(spec, config, config.micro_batch, config.seq_len)) return *e;
   std::vector<std::string> unmatched_targets;
   if (auto e = check_adapter_targets(spec, config, unmatched_targets)) return *e;
   if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
@@ -1811,20 +1813,16 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     for (std::size_t l = spec.layers.size(); l-- > 0;) {
       if (spec.layers[l].stack == stack_kind::decoder) first_decoder = l;
     }
-    if (config.attention != attention_kernel::eager)
-      out.notes.push_back(
-          "T5's attention computes its scores by hand (modeling_t5.py), whatever "
-          "kernel is asked for: eager attention");
   }
   if (kernel_run(spec, config.attention, config.framework == framework_profile::transformers) !=
       config.attention)
-    out.notes.push_back(
-        "transformers has no SDPA path for gpt-oss's attention sinks and falls back to eager "
-        "attention; workload.attention flash reads the hub's flash-attention 3 kernel "
-        "(kernels-community/vllm-flash-attn3), which keeps no scores");
+    out.notes.push_back(kernel_run_note(spec));
   std::vector<block_memory> blocks;
-  for (std::size_t l = 0; l < spec.layers.size(); ++l)
-    blocks.push_back(block(l >= first_decoder ? decoder_ctx : ctx, static_cast<int>(l)));
+  for (std::size_t l = 0; l < spec.layers.size(); ++l) {
+    const step_context& at = l >= first_decoder ? decoder_ctx : ctx;
+    blocks.push_back(block(at, static_cast<int>(l)));
+    blocks.back().residual = at.r * at.h_tokens * spec.hidden_size;
+  }
   // What a block keeps for its backward: its input under checkpointing, else its saved tensors
   // (and autocast's weight copies).
   const auto saved_bytes = [&](const block_memory& b) {
@@ -1942,7 +1940,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         config.grad_ckpt || std::any_of(blocks.begin(), blocks.end(),
                                         [](const block_memory& b) { return b.keeps_memory; });
     const std::uint64_t memory_bytes = norm_output_bytes(ctx, ctx.r) * ctx.tokens * h;
-    const std::uint64_t heads_batch = config.micro_batch * spec.num_heads;
+    // A position bias (or its gradient) over q_len queries and k_len keys, [B, heads, q, k].
+    const auto bias_bytes = [&](std::uint64_t q_len, std::uint64_t k_len) {
+      return ctx.r * config.micro_batch * spec.num_heads * q_len * k_len;
+    };
     const auto end_encoder = [&] {
       encoder_end.push_back(tl.allocate(4 * ctx.tokens * h, cat::activations));
       if (spec.hidden_dropout > 0)
@@ -1954,17 +1955,15 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         encoder_bias.clear();
       }
       decoder_bias.push_back(
-          tl.allocate(ctx.r * heads_batch * decoder_ctx.seq * decoder_ctx.seq, cat::activations));
-      decoder_bias.push_back(
-          tl.allocate(ctx.r * heads_batch * decoder_ctx.seq * ctx.seq, cat::activations));
+          tl.allocate(bias_bytes(decoder_ctx.seq, decoder_ctx.seq), cat::activations));
+      decoder_bias.push_back(tl.allocate(bias_bytes(decoder_ctx.seq, ctx.seq), cat::activations));
     };
     for (std::uint64_t mb = 0; mb < in_flight; ++mb) {
       const bool stepped_back = mb + 1 == in_flight;
       // The embedding output, or the activation received from the previous stage.
       residual = tl.allocate(blocks[stage.first].residual, cat::activations);
       if (spec.encoder_decoder)
-        encoder_bias.push_back(
-            tl.allocate(ctx.r * heads_batch * ctx.seq * ctx.seq, cat::activations));
+        encoder_bias.push_back(tl.allocate(bias_bytes(ctx.seq, ctx.seq), cat::activations));
       for (std::size_t l = stage.first; l < stage.last; ++l) {
         const auto& b = blocks[l];
         std::vector<int>& keep = stepped_back ? saved[l] : waiting;
@@ -2318,8 +2317,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     if (spec.encoder_decoder) {
       memory_grad = tl.allocate(memory_bytes, cat::activations);
       if (ctx.full) {
-        bias_grad =
-            tl.allocate(ctx.r * heads_batch * decoder_ctx.seq * decoder_ctx.seq, cat::activations);
+        bias_grad = tl.allocate(bias_bytes(decoder_ctx.seq, decoder_ctx.seq), cat::activations);
       }
     }
     for (std::size_t l = stage.last; l-- > stage.first;) {
@@ -2362,8 +2360,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         tl.free(memory);
         tl.free(bias_grad);
         memory = -1;
-        bias_grad =
-            ctx.full ? tl.allocate(ctx.r * heads_batch * ctx.seq * ctx.seq, cat::activations) : -1;
+        bias_grad = ctx.full ? tl.allocate(bias_bytes(ctx.seq, ctx.seq), cat::activations) : -1;
       }
     }
     tl.free(bias_grad);

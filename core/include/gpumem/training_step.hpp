@@ -243,9 +243,13 @@ std::optional<error> check_adapter_targets(const model_spec& spec, const trainin
 std::optional<error> check_training_size(const model_spec& spec, std::uint64_t micro_batch,
                                          std::uint64_t seq_len, bool quadratic_attention,
                                          const std::string& length = "seq_len");
-// Whether the attention of `config` may materialise its scores (eager attention, or fp32, which
-// SDPA can send to its math kernel, or T5's, computed by hand), for the size bound above.
-bool may_materialise_scores(const model_spec& spec, const training_config& config);
+// check_training_size for every length a run's blocks see: `positions` tokens a sequence
+// (seq_len, and prompt tuning's virtual tokens), and an encoder-decoder's target_len, whose
+// cross-attention scores the longer of the two bounds. Scores count where the attention may
+// materialise them (eager attention as kernel_run gives it, or fp32, which SDPA can send to its
+// math kernel).
+std::optional<error> check_training_lengths(const model_spec& spec, const training_config& config,
+                                            std::uint64_t micro_batch, std::uint64_t positions);
 
 // Fails with parallel.invalid_degree when tp_degree does not divide the heads, KV heads and MLP
 // width or pp_degree exceeds the layers, and with request.invalid_value for what a model's
@@ -294,9 +298,12 @@ stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std
 // FalconAttention hands a multi-query model's single K/V head to SDPA unexpanded; Llama-like
 // models pass enable_gqa or repeat K/V, litgpt and torchtune repeat K/V.
 bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers);
-// The kernel a run gets: transformers has no SDPA path for gpt-oss's attention sinks and falls
+// The kernel a run gets: T5Attention computes its scores by hand whatever is asked for
+// (modeling_t5.py), and transformers has no SDPA path for gpt-oss's attention sinks and falls
 // back to eager attention (GptOssPreTrainedModel does not declare _supports_sdpa).
 attention_kernel kernel_run(const model_spec& spec, attention_kernel asked, bool transformers);
+// Why kernel_run gave another kernel than the one asked for, as an estimate's note.
+std::string kernel_run_note(const model_spec& spec);
 // "eager", "sdpa" or "flash", as requests and validation points name them (any other name: sdpa,
 // PyTorch's default).
 const char* attention_kernel_name(attention_kernel kernel);
