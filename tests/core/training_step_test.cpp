@@ -1711,12 +1711,18 @@ result<model_spec> tiny_t5() {
                             {}, "c");
 }
 
-// bf16 full fine-tuning of 2 sequences, 8 encoder tokens and 4 decoder tokens each.
-training_config t5_run() {
+// bf16 full fine-tuning of 2 sequences of 8 tokens: the tiny models' hand counts below.
+training_config tiny_bf16_run() {
   training_config c;
   c.compute = compute_precision::pure_bf16;
   c.micro_batch = 2;
   c.seq_len = 8;
+  return c;
+}
+
+// The same with 4 decoder tokens a sequence.
+training_config t5_run() {
+  training_config c = tiny_bf16_run();
   c.target_len = 4;
   return c;
 }
@@ -1834,10 +1840,7 @@ result<model_spec> tiny_mla(std::uint64_t layers) {
 TEST_CASE("DeepSeek's latent attention: latents, their norms, q/k and kv_b's output, by hand") {
   const auto spec = tiny_mla(1);
   REQUIRE(spec.ok());
-  training_config c;
-  c.compute = compute_precision::pure_bf16;
-  c.micro_batch = 2;
-  c.seq_len = 8;
+  training_config c = tiny_bf16_run();
   auto e = estimate_training_step(spec.value(), c, gpu_spec{});
   REQUIRE(e.ok());
   // 16 tokens, bf16, everything trained. The input norm (4096 + 64 + 2048) and its output for
@@ -1856,10 +1859,7 @@ TEST_CASE("DeepSeek's router scores in fp32 from an fp32 copy of its input") {
   REQUIRE(spec.ok());
   REQUIRE(spec.value().layers[1].moe);
   REQUIRE(spec.value().moe.fp32_router);
-  training_config c;
-  c.compute = compute_precision::pure_bf16;
-  c.micro_batch = 2;
-  c.seq_len = 8;
+  training_config c = tiny_bf16_run();
   auto deepseek = estimate_training_step(spec.value(), c, gpu_spec{});
   spec.value().moe.fp32_router = false;  // as a softmax router in the model's dtype scores
   auto softmax = estimate_training_step(spec.value(), c, gpu_spec{});
@@ -1914,11 +1914,8 @@ result<model_spec> tiny_gpt_oss() {
 TEST_CASE("gpt-oss: the clamped SwiGLU keeps six tensors, the sinks' softmax its own dtype") {
   auto spec = tiny_gpt_oss();
   REQUIRE(spec.ok());
-  training_config c;
-  c.compute = compute_precision::pure_bf16;
+  training_config c = tiny_bf16_run();
   c.attention = attention_kernel::eager;
-  c.micro_batch = 2;
-  c.seq_len = 8;
   const auto saved = [&] {
     auto e = estimate_training_step(spec.value(), c, gpu_spec{});
     REQUIRE(e.ok());
@@ -1939,10 +1936,7 @@ TEST_CASE("gpt-oss: the clamped SwiGLU keeps six tensors, the sinks' softmax its
 TEST_CASE("gpt-oss in transformers: sdpa falls back to eager attention, flash keeps no scores") {
   const auto spec = tiny_gpt_oss();
   REQUIRE(spec.ok());
-  training_config c;
-  c.compute = compute_precision::pure_bf16;
-  c.micro_batch = 2;
-  c.seq_len = 8;
+  training_config c = tiny_bf16_run();
   const auto run = [&](attention_kernel kernel) {
     c.attention = kernel;
     auto e = estimate_training_step(spec.value(), c, gpu_spec{});
