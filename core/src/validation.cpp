@@ -288,6 +288,16 @@ std::optional<double> dropout_option(const json& p) {
   return probability;
 }
 
+// A measure option's value as a count of 1 to `max_digits` digits, if it is one.
+std::optional<std::uint64_t> count_option(const json& p, const std::string& key,
+                                          std::size_t max_digits) {
+  const auto digits = measure_option(p, key);
+  if (!digits || digits->empty() || digits->size() > max_digits ||
+      digits->find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoull(*digits);
+}
+
 // A count the source's own description states under a framework argument's name: "NAME=N",
 // "NAME: N" or "NAME N" in original_notes (up to 5 digits), else nothing.
 std::optional<std::uint64_t> argument_in_notes(const json& p, const std::string& name) {
@@ -488,10 +498,9 @@ std::string training_config_for(const json& p, training_config& config,
   // An encoder-decoder's decoder length: gpumem's own points state it as a measure option; the
   // format's one length is otherwise taken for both stacks (the API's default).
   if (object_at(object_at(p, "model"), "config").value("is_encoder_decoder", json()) == true) {
-    const auto target = measure_option(p, "target_len");
-    if (target && !target->empty() && target->size() <= 9 &&
-        target->find_first_not_of("0123456789") == std::string::npos && std::stoull(*target) > 0) {
-      config.target_len = std::stoull(*target);
+    const auto target = count_option(p, "target_len", 9);
+    if (target && *target > 0) {
+      config.target_len = *target;
     } else {
       defaults_note += "; the decoder's length taken as seq_len (the format states one length)";
     }
@@ -511,11 +520,10 @@ std::string training_config_for(const json& p, training_config& config,
   config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
   // Gradient accumulation, which changes the peak, as a measure option.
   bool accumulation_stated = false;
-  if (const auto digits = measure_option(p, "grad_accumulation")) {
-    if (digits->empty() || digits->size() > 5 ||
-        digits->find_first_not_of("0123456789") != std::string::npos)
-      return "malformed grad_accumulation option";
-    config.grad_accumulation = std::stoull(*digits);
+  if (measure_option(p, "grad_accumulation")) {
+    const auto steps = count_option(p, "grad_accumulation", 5);
+    if (!steps) return "malformed grad_accumulation option";
+    config.grad_accumulation = *steps;
     accumulation_stated = true;
   }
   // A source that names transformers' own argument in its description states the accumulation
