@@ -370,8 +370,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
       {"seq_len", w.seq_len},
       {"grad_ckpt", w.selective_recompute ? json("selective") : json(w.grad_ckpt)},
       {"attention", attention_kernel_name(w.attention)}};
-  if (c.model.spec.encoder_decoder)
-    result["workload"]["target_len"] = w.target_len > 0 ? w.target_len : w.seq_len;
+  if (c.model.spec.encoder_decoder) result["workload"]["target_len"] = decoder_len(w);
   // The busiest rank's figures; every rank's in per_gpu.
   result["peak_bytes"] = ranks[worst].peak_bytes;
   result["fits"] = all_fit;
@@ -488,7 +487,7 @@ std::string plan_command(const json& request) {
     auto workload = read_detailed_workload(request, c.model.spec, true, c.warnings);
     if (!workload.ok()) return respond_error(workload.failure());
     options.seq_len = workload.value().seq_len;
-    target_len = workload.value().target_len > 0 ? workload.value().target_len : options.seq_len;
+    target_len = decoder_len(workload.value());
     plan = plan_detailed(c.model.spec, c.counts, c.cluster, workload.value(), options);
   } else {
     auto workload = read_training_workload(request, c.model.spec, true, c.warnings);

@@ -879,6 +879,10 @@ const char* finetune_name(const training_config& config) {
   return "full";
 }
 
+std::uint64_t decoder_len(const training_config& config) {
+  return config.target_len > 0 ? config.target_len : config.seq_len;
+}
+
 std::vector<std::string> peft_default_targets(finetune_kind kind) {
   if (kind == finetune_kind::lora) return {"q_proj", "v_proj"};
   if (kind == finetune_kind::ia3) return {"k_proj", "v_proj", "down_proj"};
@@ -1805,7 +1809,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   step_context decoder_ctx = ctx;
   std::size_t first_decoder = spec.layers.size();
   if (spec.encoder_decoder) {
-    decoder_ctx.seq = config.target_len > 0 ? config.target_len : config.seq_len;
+    decoder_ctx.seq = decoder_len(config);
     decoder_ctx.tokens = config.micro_batch * decoder_ctx.seq;
     decoder_ctx.h_tokens = decoder_ctx.tokens;
     decoder_ctx.memory_seq = ctx.seq;

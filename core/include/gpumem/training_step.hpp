@@ -207,6 +207,9 @@ struct training_config {
   std::optional<std::uint64_t> cuda_context_bytes;
 };
 
+// An encoder-decoder's decoder tokens per sequence: target_len, else as many as seq_len.
+std::uint64_t decoder_len(const training_config& config);
+
 // The name of `config`'s fine-tuning kind (dora for DoRA).
 const char* finetune_name(const training_config& config);
 
