@@ -1,7 +1,9 @@
 // Llama-like decoders: RMSNorm, gated MLP, grouped-query attention, with the variants of
 // Mistral, Qwen2, Gemma/Gemma2, Phi-3 (fused projections), Mixtral and Qwen2-MoE (routed experts),
 // DeepSeek-V3 (multi-head latent attention, shared experts, dense first layers) and gpt-oss
-// (attention sinks, biased experts with a clamped SwiGLU, alternating sliding windows). Names,
+// (attention sinks, biased experts with a clamped SwiGLU, alternating sliding windows) and Llama 4
+// (experts every token runs through, a shared expert, chunked attention, weightless L2 q/k
+// norms on its RoPE layers). Names,
 // shapes and order follow transformers 5 (fused `experts.gate_up_proj` / `experts.down_proj`),
 // checked against tests/golden/hf_param_counts.json. Unknown model types with the standard
 // Llama keys are read the same way, with a warning.
@@ -28,7 +30,7 @@ struct variant {
   bool qk_norm = false;          // Qwen3, Gemma 3: q_norm and k_norm over each head
   bool post_norms_only = false;  // OLMo 2: norms after attention and MLP, none before
   bool tie_default = false;
-  enum class moe_layout { none, mixtral, qwen2, deepseek, gpt_oss } moe = moe_layout::none;
+  enum class moe_layout { none, mixtral, qwen2, deepseek, gpt_oss, llama4 } moe = moe_layout::none;
   bool sinks = false;  // gpt-oss: a learned sink logit per head (GptOssAttention.sinks)
   const char* architecture = "LlamaForCausalLM";
 };
@@ -42,7 +44,7 @@ const char* class_for(const std::string& type) {
       {"phi3", "Phi3ForCausalLM"},          {"deepseek_v3", "DeepseekV3ForCausalLM"},
       {"qwen3", "Qwen3ForCausalLM"},        {"qwen3_moe", "Qwen3MoeForCausalLM"},
       {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
-      {"gpt_oss", "GptOssForCausalLM"}};
+      {"gpt_oss", "GptOssForCausalLM"},     {"llama4_text", "Llama4ForCausalLM"}};
   for (const auto& [name, cls] : classes) {
     if (type == name) return cls;
   }
@@ -72,6 +74,7 @@ variant variant_for(const std::string& type, config_reader& cfg) {
     v.moe = variant::moe_layout::gpt_oss;
     v.sinks = true;
   }
+  if (type == "llama4_text") v.moe = variant::moe_layout::llama4;
   v.architecture = class_for(type);
   return v;
 }
@@ -97,6 +100,23 @@ void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
       const bool listed = std::find(dense.begin(), dense.end(), i) != dense.end();
       spec.layers[i].moe = !listed && spec.moe.num_experts > 0 && (i + 1) % step == 0;
     }
+  } else if (v.moe == layout::llama4) {
+    // Llama4TextConfig: num_local_experts (16) routed experts and one shared expert, all
+    // intermediate_size wide; the dense layers' MLP is intermediate_size_mlp (16384) wide. MoE
+    // layers are those in moe_layers, else every interleave_moe_layer_step-th from step - 1.
+    spec.moe.num_experts = cfg.optional({"num_local_experts"}, 16, max_experts);
+    spec.moe.expert_intermediate = spec.intermediate_size;
+    spec.moe.shared_intermediate = spec.intermediate_size;
+    spec.moe.dense_dispatch = true;
+    spec.intermediate_size = cfg.optional({"intermediate_size_mlp"}, 16384, max_width);
+    const auto step = cfg.optional({"interleave_moe_layer_step"}, 1, max_layers);
+    const bool listed = cfg.has("moe_layers");
+    const auto moe_layers = cfg.index_list("moe_layers", max_layers);
+    for (std::size_t i = 0; i < layers; ++i) {
+      spec.layers[i].moe =
+          listed ? std::find(moe_layers.begin(), moe_layers.end(), i) != moe_layers.end()
+                 : (i + 1) % step == 0;
+    }
   } else if (v.moe == layout::deepseek) {
     spec.moe.num_experts = cfg.required({"n_routed_experts"}, max_experts);
     spec.moe.expert_intermediate = cfg.required({"moe_intermediate_size"}, max_width);
@@ -109,7 +129,10 @@ void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
     for (std::size_t i = 0; i < layers; ++i) spec.layers[i].moe = i >= first && i % every == 0;
   }
   if (v.moe != layout::none) {
-    spec.moe.experts_per_token = cfg.required({"num_experts_per_tok"}, max_experts);
+    // (Llama4TextConfig defaults to one expert a token.)
+    spec.moe.experts_per_token = v.moe == layout::llama4
+                                     ? cfg.optional({"num_experts_per_tok"}, 1, max_experts)
+                                     : cfg.required({"num_experts_per_tok"}, max_experts);
     if (spec.moe.experts_per_token > std::max<std::uint64_t>(spec.moe.num_experts, 1)) {
       cfg.fail("config.invalid_value", "num_experts_per_tok",
                "[" + cfg.field("num_experts_per_tok") + "] must be at most the " +
@@ -118,6 +141,28 @@ void read_moe(config_reader& cfg, model_spec& spec, const variant& v) {
     }
   }
   for (auto& layer : spec.layers) layer.mlp_intermediate = layer.moe ? 0 : spec.intermediate_size;
+}
+
+// Llama 4's RoPE layers (Llama4TextConfig: no_rope_layers, 1 where a layer uses RoPE; by default
+// all but every no_rope_layer_interval-th). They L2-normalise q and k when use_qk_norm
+// (Llama4TextAttention: qk_norm only where use_rope) and are the layers the default layer_types
+// chunk ("chunked_attention"); the NoPE layers attend to every token ("full_attention").
+std::vector<bool> read_llama4_rope_layers(config_reader& cfg, model_spec& spec) {
+  const auto layers = spec.layers.size();
+  const auto interval = cfg.optional({"no_rope_layer_interval"}, 4, max_layers);
+  const auto listed = cfg.index_list("no_rope_layers", 1);
+  if (!listed.empty() && listed.size() < layers) {
+    cfg.fail("config.inconsistent_layers", "no_rope_layers",
+             "[" + cfg.field("no_rope_layers") + "] must give each of the " +
+                 std::to_string(layers) + " layers a 0 or 1, got " + std::to_string(listed.size()));
+  }
+  const bool qk_norm = cfg.flag("use_qk_norm", true);
+  std::vector<bool> rope(layers);
+  for (std::size_t i = 0; i < layers; ++i) {
+    rope[i] = listed.size() >= layers ? listed[i] == 1 : (i + 1) % interval != 0;
+    spec.layers[i].l2_qk_norm = qk_norm && rope[i];
+  }
+  return rope;
 }
 
 void read_mla(config_reader& cfg, model_spec& spec) {
@@ -184,8 +229,10 @@ void mlp_block(tensor_builder& add, const model_spec& spec, const layer_spec& la
                const variant& v) {
   using layout = variant::moe_layout;
   const auto h = spec.hidden_size;
+  // Llama 4's decoder layer names its MLP feed_forward (Llama4TextDecoderLayer).
+  const std::string mlp = v.moe == layout::llama4 ? "feed_forward." : "mlp.";
   if (!layer.moe) {
-    gated_mlp(add, "mlp.", h, spec.intermediate_size, v.mlp_bias, v.fused, tensor_role::mlp);
+    gated_mlp(add, mlp, h, spec.intermediate_size, v.mlp_bias, v.fused, tensor_role::mlp);
     return;
   }
   const auto e = spec.moe.num_experts;
@@ -205,6 +252,17 @@ void mlp_block(tensor_builder& add, const model_spec& spec, const layer_spec& la
                   true);
     add.parameter("mlp.experts.down_proj", {e, width, h}, tensor_role::routed_experts);
     add.parameter("mlp.experts.down_proj_bias", {e, h}, tensor_role::routed_experts, true);
+    return;
+  }
+  if (v.moe == layout::llama4) {
+    // Llama4TextMoe: the experts (gate_up_proj stored [experts, hidden, 2 x width], no biases),
+    // the router (Llama4Router, an nn.Linear) and the shared expert (Llama4TextMLP).
+    add.parameter("feed_forward.experts.gate_up_proj", {e, h, 2 * width},
+                  tensor_role::routed_experts);
+    add.parameter("feed_forward.experts.down_proj", {e, width, h}, tensor_role::routed_experts);
+    add.linear("feed_forward.router", h, e, false, tensor_role::router);
+    gated_mlp(add, "feed_forward.shared_expert.", h, spec.moe.shared_intermediate, false, false,
+              tensor_role::shared_experts);
     return;
   }
   if (v.moe == layout::deepseek) {
@@ -244,13 +302,15 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", v.tie_default);
   spec.activation = cfg.text("hidden_activation", cfg.text("hidden_act", "silu"));
   const bool gpt_oss = spec.model_type == "gpt_oss";
+  const bool llama4 = spec.model_type == "llama4_text";
   // GptOssExperts runs its own clamped SwiGLU (alpha 1.702, limit 7) whatever hidden_act says.
   if (gpt_oss) spec.activation = "gpt_oss_swiglu";
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop", "hidden_dropout"});
   // modeling_llama.py eager_attention_forward; gpt-oss takes the softmax of its logits and sinks
-  // in their own dtype (modeling_gpt_oss.py eager_attention_forward).
-  spec.eager_softmax_fp32 = !gpt_oss;
+  // in their own dtype (modeling_gpt_oss.py eager_attention_forward), as Llama 4 does its
+  // logits' (modeling_llama4.py: "llama4 doesn't cast attn weights to fp32").
+  spec.eager_softmax_fp32 = !gpt_oss && !llama4;
   spec.attention_sinks = v.sinks;
   const bool gemma =
       spec.model_type == "gemma" || spec.model_type == "gemma2" || spec.model_type == "gemma3_text";
@@ -277,12 +337,26 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   const bool qwen = spec.model_type == "qwen2" || spec.model_type == "qwen2_moe" ||
                     spec.model_type == "qwen3" || spec.model_type == "qwen3_moe";
   const bool gemma3 = spec.model_type == "gemma3_text";
-  const auto window = cfg.optional({"sliding_window"}, gemma3 ? 4096 : 0, max_positions, 0);
+  // Llama 4's chunked layers attend within attention_chunk_size (8192; null: no chunks), which
+  // bounds what they attend to and cache as a window of that size does (transformers' cache
+  // keeps a sliding layer for them).
+  const bool unchunked =
+      llama4 && cfg.present("attention_chunk_size") && !cfg.has("attention_chunk_size");
+  const auto window =
+      llama4 ? (unchunked ? 0 : cfg.optional({"attention_chunk_size"}, 8192, max_positions))
+             : cfg.optional({"sliding_window"}, gemma3 ? 4096 : 0, max_positions, 0);
+  const char* windowed_type = llama4 ? "chunked_attention" : "sliding_attention";
   const bool windowed = qwen ? cfg.flag("use_sliding_window", false)
                              : spec.model_type != "gemma" && spec.model_type != "llama";
   const auto first_windowed = qwen ? cfg.optional({"max_window_layers"}, 28, max_layers, 0) : 0;
   const auto pattern = gemma3 ? cfg.optional({"sliding_window_pattern"}, 6, max_layers) : 0;
-  const auto layer_types = cfg.text_list("layer_types");
+  auto layer_types = cfg.text_list("layer_types");
+  if (llama4) {
+    const auto rope = read_llama4_rope_layers(cfg, spec);
+    if (layer_types.empty()) {
+      for (bool chunked : rope) layer_types.push_back(chunked ? windowed_type : "full_attention");
+    }
+  }
   if (!layer_types.empty() && layer_types.size() != spec.layers.size()) {
     cfg.fail("config.inconsistent_layers", "layer_types",
              "[" + cfg.field("layer_types") + "] must name each of the " +
@@ -297,7 +371,7 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
     if (qwen) sliding = sliding && i >= first_windowed;
     if (layer_types.size() == spec.layers.size())
       sliding = window > 0 && (windowed || !qwen) &&
-                layer_types[static_cast<std::size_t>(i)] == "sliding_attention";
+                layer_types[static_cast<std::size_t>(i)] == windowed_type;
     if (sliding) {
       layer.attention = attention_pattern::sliding;
       layer.sliding_window_tokens = window;

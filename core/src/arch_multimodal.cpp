@@ -1,6 +1,7 @@
 // Multimodal wrappers whose language model is a family gpumem knows: Gemma 3
-// (Gemma3ForConditionalGeneration, after modeling_gemma3.py and modeling_siglip.py). Text-only
-// fine-tuning and serving load the vision tower and projector but never run them.
+// (Gemma3ForConditionalGeneration, after modeling_gemma3.py and modeling_siglip.py) and Llama 4
+// (Llama4ForConditionalGeneration, modeling_llama4.py). Text-only fine-tuning and serving load
+// the vision tower and projector but never run them.
 
 #include <nlohmann/json.hpp>
 
@@ -28,7 +29,7 @@ nlohmann::json gemma3_text_defaults() {
 // position embeddings, encoder layers (k/v/q/out projections with biases, two LayerNorms, a
 // fc1/fc2 MLP), the post-LayerNorm. The patch Conv2d's [hidden, channels, patch, patch] weight
 // is recorded flattened to two dimensions.
-void add_siglip(config_reader& cfg, tensor_builder& add) {
+void add_siglip(config_reader& cfg, tensor_builder& add, const model_spec&) {
   const auto h = cfg.required({"hidden_size"}, max_width);
   const auto inner = cfg.required({"intermediate_size"}, max_width);
   const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
@@ -60,9 +61,87 @@ void add_siglip(config_reader& cfg, tensor_builder& add) {
   add.layer_norm("post_layernorm", h);
 }
 
-}  // namespace
+// Gemma3MultiModalProjector: a bare [vision hidden, text hidden] weight and an RMSNorm.
+void add_gemma3_vision(config_reader& cfg, tensor_builder& add, const model_spec& spec) {
+  add_siglip(cfg, add, spec);
+  const std::uint64_t vision_hidden = spec.tensors.empty() ? 0 : spec.tensors.back().shape[0];
+  add.scope("model.multi_modal_projector.");
+  add.parameter("mm_input_projection_weight", {vision_hidden, spec.hidden_size},
+                tensor_role::vision);
+  add.rms_norm("mm_soft_emb_norm", vision_hidden);
+}
 
-result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string& field) {
+// Llama4TextConfig's and Llama4VisionConfig's defaults (configuration_llama4.py) for keys a
+// config leaves out.
+nlohmann::json llama4_text_defaults() {
+  return {{"vocab_size", 202048},      {"hidden_size", 5120},
+          {"intermediate_size", 8192}, {"num_hidden_layers", 48},
+          {"num_attention_heads", 40}, {"num_key_value_heads", 8},
+          {"head_dim", 128},           {"max_position_embeddings", 131072}};
+}
+nlohmann::json llama4_vision_defaults() {
+  return {
+      {"hidden_size", 768},        {"num_hidden_layers", 34},     {"num_channels", 3},
+      {"intermediate_size", 5632}, {"vision_output_dim", 7680},   {"image_size", 448},
+      {"patch_size", 14},          {"projector_input_dim", 4096}, {"projector_output_dim", 4096}};
+}
+
+// Llama4VisionModel: its class and position embeddings ((image / patch)^2 patches and the
+// class token), the unfold convolution's bias-free linear, LayerNorms before and after the
+// encoder, the encoder layers (q/k/v/o and fc1/fc2 with biases, two LayerNorms) and the
+// pixel-shuffle adapter's two bias-free linears; then Llama4MultiModalProjector's bias-free
+// linear into the text width. torch lists a module's own parameters before its children's.
+void add_llama4_vision(config_reader& cfg, tensor_builder& add, const model_spec& spec) {
+  const auto h = cfg.required({"hidden_size"}, max_width);
+  const auto inner = cfg.required({"intermediate_size"}, max_width);
+  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
+  const auto patch = cfg.required({"patch_size"}, 1ULL << 12);
+  const auto image = cfg.required({"image_size"}, 1ULL << 16);
+  const auto channels = cfg.required({"num_channels"}, 1ULL << 10);
+  const auto output = cfg.required({"vision_output_dim"}, max_width);
+  const auto adapter_in = cfg.required({"projector_input_dim"}, max_width);
+  const auto adapter_out = cfg.required({"projector_output_dim"}, max_width);
+  const auto side = patch > 0 ? image / patch : 0;
+  const auto role = tensor_role::vision;
+  add.scope("vision_model.");
+  add.parameter("class_embedding", {h}, role);
+  add.parameter("positional_embedding_vlm", {side * side + 1, h}, role);
+  add.linear("patch_embedding.linear", channels * patch * patch, h, false, role);
+  add.layer_norm("layernorm_pre", h);
+  add.layer_norm("layernorm_post", h);
+  for (std::uint64_t i = 0; i < layers; ++i) {
+    add.scope("vision_model.model.layers." + std::to_string(i) + ".");
+    for (const char* name :
+         {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"})
+      add.linear(name, h, h, true, role);
+    add.linear("mlp.fc1", h, inner, true, role);
+    add.linear("mlp.fc2", inner, h, true, role);
+    add.layer_norm("input_layernorm", h);
+    add.layer_norm("post_attention_layernorm", h);
+  }
+  add.scope("vision_model.vision_adapter.mlp.");
+  add.linear("fc1", inner, adapter_in, false, role);
+  add.linear("fc2", adapter_out, adapter_out, false, role);
+  add.scope("multi_modal_projector.");
+  add.linear("linear_1", output, spec.hidden_size, false, role);
+}
+
+// What sets one multimodal wrapper apart.
+struct wrapper {
+  const char* model_type;    // the wrapper's, e.g. "gemma3"
+  const char* text_type;     // its language model's, e.g. "gemma3_text"
+  const char* architecture;  // the transformers class counted
+  const char* name;          // in messages
+  nlohmann::json text_defaults;
+  nlohmann::json vision_defaults;
+  // The vision tower and projector, registered (as the wrapper does) before the language model.
+  void (*vision)(config_reader&, tensor_builder&, const model_spec&);
+  // Where the language model's tensors sit in the wrapper ("model." -> "model.language_model.").
+  std::string (*language_name)(const std::string&);
+};
+
+result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string& field,
+                                 const wrapper& w) {
   const auto sub = [&](const char* key) -> const nlohmann::json* {
     const auto it = config.find(key);
     return it != config.end() && it->is_object() ? &*it : nullptr;
@@ -70,47 +149,79 @@ result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string&
   for (const char* key : {"text_config", "vision_config"}) {
     if (sub(key) == nullptr) {
       return error{"config.invalid_value", field + "." + key,
-                   "[" + field + "." + key + "] a gemma3 config needs its " + key +
-                       " object (Gemma3Config)"};
+                   "[" + field + "." + key + "] a " + w.model_type + " config needs its " + key +
+                       " object (" + w.architecture + ")"};
     }
   }
-  nlohmann::json text = gemma3_text_defaults();
+  nlohmann::json text = w.text_defaults;
   text.update(*sub("text_config"));
-  text["model_type"] = "gemma3_text";
+  text["model_type"] = w.text_type;
   model_spec spec;
-  spec.model_type = "gemma3_text";
+  spec.model_type = w.text_type;
   config_reader text_cfg(text, field + ".text_config");
   build_llama_like(text_cfg, spec);
-  if (auto problem = text_cfg.problem("required for Gemma 3's language model")) return *problem;
+  if (auto problem = text_cfg.problem(std::string("required for ") + w.name + "'s language model"))
+    return *problem;
 
-  // Gemma3Model registers the vision tower, then the projector, then the language model.
   std::vector<tensor_spec> language = std::move(spec.tensors);
   spec.tensors.clear();
   tensor_builder add(spec);
-  config_reader vision_cfg(*sub("vision_config"), field + ".vision_config");
-  add_siglip(vision_cfg, add);
-  if (auto problem = vision_cfg.problem("required for Gemma 3's vision tower")) return *problem;
-  const std::uint64_t vision_hidden = spec.tensors.back().shape[0];
-  // Gemma3MultiModalProjector: a bare [vision hidden, text hidden] weight and an RMSNorm.
-  add.scope("model.multi_modal_projector.");
-  add.parameter("mm_input_projection_weight", {vision_hidden, spec.hidden_size},
-                tensor_role::vision);
-  add.rms_norm("mm_soft_emb_norm", vision_hidden);
+  nlohmann::json vision = w.vision_defaults;
+  vision.update(*sub("vision_config"));
+  config_reader vision_cfg(vision, field + ".vision_config");
+  w.vision(vision_cfg, add, spec);
+  if (auto problem = vision_cfg.problem(std::string("required for ") + w.name + "'s vision tower"))
+    return *problem;
   std::uint64_t vision_params = 0;
   for (auto& t : spec.tensors) {
     t.role = tensor_role::vision;
     vision_params += t.numel();
   }
   for (auto& t : language) {
-    if (t.name.rfind("model.", 0) == 0) t.name.insert(6, "language_model.");
+    t.name = w.language_name(t.name);
     spec.tensors.push_back(std::move(t));
   }
-  spec.model_type = "gemma3";
-  spec.architecture = "Gemma3ForConditionalGeneration";
+  spec.model_type = w.model_type;
+  spec.architecture = w.architecture;
   spec.warnings.push_back("the vision tower and projector (" + std::to_string(vision_params) +
                           " parameters) are loaded; text-only batches never run them (no "
                           "activations; gradients and optimizer states only where DDP, ZeRO or "
                           "Gemini make them)");
+  return spec;
+}
+
+}  // namespace
+
+result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string& field) {
+  // Gemma3Model registers the vision tower, then the projector, then the language model.
+  const wrapper gemma3{
+      "gemma3",
+      "gemma3_text",
+      "Gemma3ForConditionalGeneration",
+      "Gemma 3",
+      gemma3_text_defaults(),
+      nlohmann::json::object(),
+      add_gemma3_vision,
+      [](const std::string& name) {
+        return name.rfind("model.", 0) == 0 ? "model.language_model." + name.substr(6) : name;
+      }};
+  return parse_wrapper(config, field, gemma3);
+}
+
+result<model_spec> parse_llama4(const nlohmann::json& config, const std::string& field) {
+  // Llama4ForConditionalGeneration registers vision_model, multi_modal_projector, then
+  // language_model (a Llama4ForCausalLM). It takes its own loss: logits[..., :-1, :] made
+  // contiguous and a plain nn.CrossEntropyLoss, in the logits' dtype.
+  const wrapper llama4{"llama4",
+                       "llama4_text",
+                       "Llama4ForConditionalGeneration",
+                       "Llama 4",
+                       llama4_text_defaults(),
+                       llama4_vision_defaults(),
+                       add_llama4_vision,
+                       [](const std::string& name) { return "language_model." + name; }};
+  auto spec = parse_wrapper(config, field, llama4);
+  if (spec.ok()) spec.value().plain_loss = true;
   return spec;
 }
 

@@ -43,6 +43,8 @@ constexpr family families[] = {
     {"gemma3", nullptr},  // text_config and vision_config: parse_gemma3
     {"olmo2", build_llama_like},
     {"gpt_oss", build_llama_like},
+    {"llama4_text", build_llama_like},
+    {"llama4", nullptr},  // text_config and vision_config: parse_llama4
     {"bert", nullptr},    // needs the task head: build_bert
     {"albert", nullptr},  // build_albert
     {"t5", build_t5},
@@ -97,6 +99,7 @@ result<model_spec> parse_model_config(const nlohmann::json& config, const model_
   }
 
   if (spec.model_type == "gemma3") return parse_gemma3(config, field);
+  if (spec.model_type == "llama4") return parse_llama4(config, field);
   if (known != nullptr && known->build == nullptr) {
     if (spec.model_type == "albert") {
       build_albert(cfg, spec, options);

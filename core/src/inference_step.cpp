@@ -158,7 +158,8 @@ struct layer_dims {
   std::uint64_t mlp = 0;  // widest MLP activation per token (routed: top-k experts)
 };
 
-layer_dims dims_of(const model_spec& spec, const layer_spec& layer, std::uint64_t tp) {
+layer_dims dims_of(const model_spec& spec, const inference_config& c, const layer_spec& layer,
+                   std::uint64_t tp) {
   layer_dims d;
   d.hidden = spec.hidden_size;
   d.heads = spec.num_heads / tp;
@@ -171,8 +172,12 @@ layer_dims dims_of(const model_spec& spec, const layer_spec& layer, std::uint64_
     d.kv = d.heads * spec.head_dim;
     d.v = d.heads * spec.v_head_dim;
   }
-  const std::uint64_t routed =
-      layer.moe ? spec.moe.experts_per_token * spec.moe.expert_intermediate : 0;
+  // transformers runs Llama 4's tokens through every expert (moe_spec::dense_dispatch); the
+  // other engines' fused MoE kernels send each token to its top-k.
+  const std::uint64_t experts = c.framework == serving_framework::transformers
+                                    ? spec.moe.experts_run()
+                                    : spec.moe.experts_per_token;
+  const std::uint64_t routed = layer.moe ? experts * spec.moe.expert_intermediate : 0;
   d.mlp = std::max(layer.mlp_intermediate, routed + spec.moe.shared_intermediate) / tp;
   return d;
 }
@@ -222,7 +227,7 @@ std::uint64_t layer_kv_bytes_per_token(const model_spec& spec, const inference_c
     // (v1/kv_cache_interface.py MLAAttentionSpec).
     return (spec.mla_dims.kv_lora_rank + spec.mla_dims.qk_rope_head_dim) * c.kv_bytes;
   }
-  const layer_dims d = dims_of(spec, layer, tp);
+  const layer_dims d = dims_of(spec, c, layer, tp);
   return (d.kv + d.v) * c.kv_bytes;
 }
 
@@ -239,7 +244,7 @@ class inference_replay {
     int x = tl_.allocate(rows * spec_.hidden_size * a, cat::activations);
     for (std::size_t l = r_.first; l < r_.last; ++l) {
       const layer_spec& layer = spec_.layers[l];
-      const layer_dims d = dims_of(spec_, layer, r_.tp);
+      const layer_dims d = dims_of(spec_, c_, layer, r_.tp);
       const block_transients w = transients_of(spec_, c_, l, rows, r_.tp);
       // Attention: the normalised input, q/k/v, the rotary copies, the kernel and o_proj.
       int normed = norm(rows);
@@ -273,6 +278,14 @@ class inference_replay {
       x = residual(x, projected, rows);
       // MLP (gated: act(gate) * up; routed experts: the top-k experts' widths per token).
       normed = norm(rows);
+      // Llama4TextMoe under transformers: the tokens repeated once per expert and scaled by
+      // their scores (the scaled copy replaces the first) are what the experts' matmuls read.
+      const bool repeated_tokens =
+          layer.moe && spec_.moe.dense_dispatch && c_.framework == serving_framework::transformers;
+      const int repeated =
+          repeated_tokens
+              ? tl_.allocate(rows * spec_.moe.num_experts * d.hidden * a, cat::activations)
+              : -1;
       const std::uint64_t width = rows * d.mlp * a;
       int gate = matmul(width, w.mlp);
       // The python-formula GELU (transformers NewGELUActivation / FastGELUActivation:
@@ -296,6 +309,7 @@ class inference_replay {
       }
       const int down = matmul(rows * d.hidden * a, w.mlp);
       tl_.free(product);
+      tl_.free(repeated);
       tl_.free(normed);
       x = residual(x, down, rows);
     }
@@ -416,9 +430,11 @@ std::optional<error> check_size(const model_spec& spec, const inference_config& 
   const double sequences = static_cast<double>(c.batch);
   const double tokens =
       static_cast<double>(c.prompt_tokens + c.new_tokens) + static_cast<double>(c.kv_cache_tokens);
-  const double width =
-      static_cast<double>(std::max({spec.hidden_size, spec.intermediate_size, spec.vocab_size,
-                                    spec.num_heads * std::max(spec.head_dim, spec.v_head_dim)}));
+  const double width = static_cast<double>(std::max(
+      {spec.hidden_size, spec.intermediate_size, spec.vocab_size,
+       spec.num_heads * std::max(spec.head_dim, spec.v_head_dim),
+       spec.moe.experts_run() * spec.moe.expert_intermediate + spec.moe.shared_intermediate,
+       spec.moe.dense_dispatch ? spec.moe.num_experts * spec.hidden_size : 0}));
   double bytes = sequences * tokens * static_cast<double>(spec.layers.size()) * 2 * width * 4;
   if (c.attention == attention_kernel::eager)
     bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;

@@ -43,6 +43,13 @@ double forward_flops_per_token(const model_spec& spec, const param_count& counts
       static_cast<double>(counts.active) -
       static_cast<double>(counts.groups.token_embedding + counts.groups.position_embedding);
   if (spec.tied_embeddings) matmul += static_cast<double>(spec.vocab_size * spec.embedding_dim);
+  // Llama 4's experts multiply every token, scaled to 0 off its top-k (Llama4TextMoe), so all
+  // their parameters count.
+  if (spec.moe.dense_dispatch && spec.moe.num_experts > 0) {
+    matmul += static_cast<double>(counts.groups.routed_experts) *
+              static_cast<double>(spec.moe.num_experts - spec.moe.experts_per_token) /
+              static_cast<double>(spec.moe.num_experts);
+  }
   // A block that runs another's parameters again (ALBERT) multiplies by them again.
   for (const auto& layer : spec.layers) {
     if (layer.shares_params_of < 0) continue;

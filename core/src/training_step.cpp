@@ -544,6 +544,14 @@ block_memory block(const step_context& ctx, int layer_index) {
       if (kept) m.saved.push_back(c * t * width);
     }
   }
+  // Llama 4's RoPE layers L2-normalise each head of the roped q and k in fp32 with no weight
+  // (Llama4TextL2Norm: x.float() * rsqrt(mean(x^2) + eps), cast back): the fp32 copies and an
+  // inverse norm a head. (Its complex RoPE and its NoPE layers' temperature scaling multiply by
+  // constants and keep only those.)
+  if (spec.layers[static_cast<std::size_t>(layer_index)].l2_qk_norm) {
+    const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
+    m.saved.push_back(4 * t * (q + kv) + 4 * t * (heads + kv_heads));
+  }
   // DeepSeek's latent attention (DeepseekV3Attention): q_a_proj's and kv_a_proj_with_mqa's
   // latents (16-bit outputs) go through their RMSNorms (whose fp32 weight, under autocast, makes
   // the output fp32) into q_b_proj and kv_b_proj.
@@ -696,9 +704,10 @@ block_memory block(const step_context& ctx, int layer_index) {
   }
   // A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
   // its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
-  // so the gated MLP's saved tensors span k x the expert width plus the shared width.
-  const std::uint64_t routed =
-      layer.moe ? spec.moe.experts_per_token * spec.moe.expert_intermediate / ctx.tp : 0;
+  // so the gated MLP's saved tensors span k x the expert width plus the shared width. Llama 4's
+  // runs every token through all E experts (moe_spec::dense_dispatch).
+  const std::uint64_t experts_read = spec.moe.experts_run();
+  const std::uint64_t routed = layer.moe ? experts_read * spec.moe.expert_intermediate / ctx.tp : 0;
   const std::uint64_t i =
       layer.moe ? routed + spec.moe.shared_intermediate / ctx.tp : spec.intermediate_size / ctx.tp;
   if (layer.moe) {
@@ -712,6 +721,11 @@ block_memory block(const step_context& ctx, int layer_index) {
     if (spec.moe.fp32_router) {
       m.saved.push_back(8 * t * e + (ctx.full ? 4 * t * h : 0));
       m.transient = std::max(m.transient, 8 * t * k * e + 4 * t * h);
+    } else if (spec.moe.dense_dispatch) {
+      // Llama4Router: the top-k logits scattered into -inf, their fp32 sigmoid (kept) cast back,
+      // and its transposed column (copied by reshape) that scales the repeated tokens.
+      m.saved.push_back(4 * t * e + c * t * e);
+      m.transient = std::max(m.transient, 2 * c * t * e);
     } else {
       m.saved.push_back(c * t * e + 4 * t * e);
       m.transient = std::max(m.transient, 8 * t * k * e + c * t * h);
@@ -719,11 +733,13 @@ block_memory block(const step_context& ctx, int layer_index) {
     // Each expert's output is kept for the routing weight's gradient (the product with
     // routing_weights: the weights need one whenever the block's input does, trained router or
     // not). Under tensor parallelism it is a partial sum of the whole width, not a split.
-    m.saved.push_back(c * t * k * h);
+    // Llama 4 scales the experts' inputs instead: the product keeps the repeated tokens
+    // (hidden_states.repeat(E, 1)).
+    m.saved.push_back(c * t * experts_read * h);
     if (ctx.full) {
-      // Trained experts keep the gathered tokens each expert reads (hidden_states[token_idx]),
-      // whole on every tensor-parallel rank.
-      m.saved.push_back(c * t * k * h);
+      // Trained experts keep the gathered tokens each expert reads (hidden_states[token_idx];
+      // Llama 4: the scaled repeated tokens), whole on every tensor-parallel rank.
+      m.saved.push_back(c * t * experts_read * h);
       // Autocast casts every expert's slice of the fused fp32 weights per call (a view is not
       // cached) and keeps the copy for the input gradient.
       if (ctx.autocast_copies)
@@ -1221,15 +1237,25 @@ std::optional<error> check_int8_base(const training_config& config) {
   return std::nullopt;
 }
 
-// DeepSeek's latent attention is modelled as transformers runs it (DeepseekV3Attention), on
-// data-parallel ranks.
+// Architectures modelled only as transformers' modeling code runs them: T5, DeepSeek's latent
+// attention (DeepseekV3Attention) and Llama 4's experts (Llama4TextMoe); other frameworks' own
+// implementations keep other tensors.
+std::optional<error> check_transformers_only(const model_spec& spec,
+                                             const training_config& config) {
+  if (config.framework == framework_profile::transformers) return std::nullopt;
+  const char* what = spec.encoder_decoder      ? "encoder-decoders (T5)"
+                     : spec.mla                ? "DeepSeek's latent attention"
+                     : spec.moe.dense_dispatch ? "Llama 4's mixture of experts"
+                                               : nullptr;
+  if (what == nullptr) return std::nullopt;
+  return error{"request.invalid_value", "workload.framework",
+               std::string("[workload.framework] ") + what +
+                   ": modelled as transformers trains it, framework transformers"};
+}
+
+// DeepSeek's latent attention is modelled on data-parallel ranks and pipeline stages.
 std::optional<error> check_latent_attention(const model_spec& spec, const training_config& config) {
   if (!spec.mla) return std::nullopt;
-  if (config.framework != framework_profile::transformers) {
-    return error{"request.invalid_value", "workload.framework",
-                 "[workload.framework] DeepSeek's latent attention is modelled as transformers "
-                 "trains it: framework transformers"};
-  }
   if (config.tp_degree > 1 || config.cp_degree > 1) {
     return error{"request.invalid_value", "parallel.method",
                  "[parallel.method] DeepSeek's latent attention is modelled on data-parallel ranks "
@@ -1245,11 +1271,6 @@ std::optional<error> check_encoder_decoder(const model_spec& spec, const trainin
     return error{"request.invalid_value", "workload.target_len",
                  "[workload.target_len] is the decoder's length of an encoder-decoder (T5); " +
                      spec.architecture + " has no decoder stack of its own: leave it out"};
-  }
-  if (config.framework != framework_profile::transformers) {
-    return error{"request.invalid_value", "workload.framework",
-                 "[workload.framework] encoder-decoders (T5) are modelled as transformers trains "
-                 "them: framework transformers"};
   }
   if (config.tp_degree > 1 || config.cp_degree > 1 || config.pp_degree > 1) {
     return error{"request.invalid_value", "parallel.method",
@@ -1289,11 +1310,12 @@ model_spec litgpt_model(const model_spec& spec) {
 std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t seq_len,
                                         bool quadratic_attention) {
   const double layers = static_cast<double>(spec.layers.size());
+  const std::uint64_t experts_read = spec.moe.experts_run();
   const double width = static_cast<double>(
       std::max({spec.hidden_size, spec.embedding_dim, spec.intermediate_size,
                 spec.num_heads * std::max(spec.head_dim, spec.v_head_dim),
-                spec.moe.expert_intermediate * (spec.moe.experts_per_token + 1) +
-                    spec.moe.shared_intermediate}));
+                spec.moe.expert_intermediate * (experts_read + 1) + spec.moe.shared_intermediate,
+                spec.moe.dense_dispatch ? spec.moe.num_experts * spec.hidden_size : 0}));
   double params = 0;
   for (const auto& t : spec.tensors) params += static_cast<double>(t.numel());
   // DoRA rebuilds each adapted weight's norms from a [in, in] identity.
@@ -1418,6 +1440,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
   if (auto e = check_unsloth(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
+  if (auto e = check_transformers_only(spec, config)) return *e;
   if (auto e = check_encoder_decoder(spec, config)) return *e;
   if (auto e = check_latent_attention(spec, config)) return *e;
   if (config.finetune == finetune_kind::ia3 &&
@@ -2039,10 +2062,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     // A plain cross-entropy (training_config::loss) keeps the log-softmax in the logits' dtype
     // outside autocast; every other loss takes it in fp32.
     const bool transformers = config.framework == framework_profile::transformers;
-    // T5ForConditionalGeneration takes a plain CrossEntropyLoss of its logits against labels
-    // already aligned with them (the decoder's inputs are the labels shifted right).
+    // T5ForConditionalGeneration and Llama4ForConditionalGeneration take their own (model_spec::
+    // plain_loss); T5's labels are already aligned with its logits (the decoder's inputs are the
+    // labels shifted right).
     const bool plain_loss =
-        (config.loss == loss_kind::plain_cross_entropy && transformers) || spec.encoder_decoder;
+        (config.loss == loss_kind::plain_cross_entropy && transformers) || spec.plain_loss;
     const bool shifted = plain_loss && spec.causal && !spec.encoder_decoder;
     const bool keep_outputs = config.keep_outputs && transformers;
     const std::uint64_t logit_bytes = spec.logits_fp32 ? 4 : ctx.c;

@@ -308,6 +308,37 @@ TEST_CASE("gpt-oss-20b in MXFP4: its experts in 4.25 bits, the rest in bf16, by 
   CHECK(refused.failure().field == "workload.weights");
 }
 
+TEST_CASE("Llama 4 in transformers runs every token through every expert; vLLM its top-k") {
+  auto spec = parse_model_config({{"model_type", "llama4_text"},
+                                  {"hidden_size", 64},
+                                  {"intermediate_size", 32},
+                                  {"num_hidden_layers", 1},
+                                  {"num_attention_heads", 4},
+                                  {"num_key_value_heads", 2},
+                                  {"head_dim", 16},
+                                  {"num_local_experts", 4},
+                                  {"vocab_size", 100}},
+                                 {}, "c");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.prompt_tokens = 64;
+  const auto activations = [&] {
+    auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+    REQUIRE(e.ok());
+    return e.value().peak.by_category[static_cast<std::size_t>(memory_category::activations)];
+  };
+  const std::uint64_t dense = activations();
+  spec.value().moe.dense_dispatch = false;
+  const std::uint64_t top_1 = activations();
+  // The 64 prompt tokens repeated for 4 experts (bf16, 32 KiB) at least; the gate, SiLU and up
+  // over 3 more experts' 32 features on top.
+  CHECK(dense >= top_1 + 64 * 4 * 64 * 2);
+  c.framework = serving_framework::vllm;
+  const std::uint64_t vllm_top_1 = activations();
+  spec.value().moe.dense_dispatch = true;
+  CHECK(activations() == vllm_top_1);
+}
+
 TEST_CASE("SDPA's math kernel: Falcon-7B's single K/V head in transformers, fp32 GQA") {
   const auto falcon = preset("tiiuae/falcon-7b");     // 71 query heads, 1 K/V head
   const auto falcon40 = preset("tiiuae/falcon-40b");  // 128 query heads, 8 K/V heads (broadcast)

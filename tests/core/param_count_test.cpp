@@ -162,6 +162,61 @@ TEST_CASE("gpt-oss-20b, by hand and by its model card: sinks, biased experts, sl
   CHECK(spec.value().attention_sinks);
 }
 
+TEST_CASE("Llama 4 Scout and Maverick, by hand and by their model cards") {
+  auto config = test::read_json("tests/configs/llama-4-scout-17b-16e.json");
+  auto spec = parse_model_config(config, {}, "c");
+  REQUIRE(spec.ok());
+  CHECK(spec.value().architecture == "Llama4ForConditionalGeneration");
+  CHECK(spec.value().plain_loss);  // its own shifted CrossEntropyLoss
+  auto scout = count_params(spec.value());
+  REQUIRE(scout.ok());
+  // Llama4VisionModel: class embedding, 24^2 + 1 positions, the 3 x 14 x 14 unfold linear, two
+  // LayerNorms; 34 layers of biased q/k/v/o over 1408, fc1/fc2 to 5632 and two LayerNorms; the
+  // adapter's 5632 -> 4096 and 4096 -> 4096; the projector's 4096 -> 5120.
+  const std::uint64_t vision_layer =
+      4 * (1408ULL * 1408 + 1408) + 2 * 1408ULL * 5632 + 5632 + 1408 + 4 * 1408;
+  const std::uint64_t vision = 1408 + 577ULL * 1408 + 588ULL * 1408 + 4 * 1408 + 34 * vision_layer +
+                               5632ULL * 4096 + 4096ULL * 4096 + 4096ULL * 5120;
+  CHECK(scout.value().groups.vision == vision);
+  CHECK(vision == 871932416ULL);
+  // Text (Llama4TextModel): q and o of 40 x 128 over 5120, k and v of 8 x 128; 16 experts of
+  // gate_up [5120, 16384] and down [8192, 5120]; a router of 16; a shared expert 8192 wide; two
+  // norms; untied 202048 x 5120 embedding and head.
+  const std::uint64_t attention = 2 * 5120ULL * 5120 + 2 * 5120ULL * 1024;
+  const std::uint64_t expert = 5120ULL * 16384 + 8192ULL * 5120;
+  const std::uint64_t block = attention + 16 * expert + 16 * 5120 + expert + 2 * 5120;
+  const std::uint64_t embedding = 202048ULL * 5120;
+  CHECK(scout.value().total == vision + 2 * embedding + 48 * block + 5120);
+  // Meta's model card: 109B total, 17B active (one routed and the shared expert a token).
+  CHECK(scout.value().total == 108641793536ULL);
+  CHECK(scout.value().active == 17172894720ULL);
+  for (const auto& layer : spec.value().layers) {
+    CHECK(layer.moe);
+    // Every fourth layer is NoPE: full attention, no L2 norm; the others chunk 8192 tokens.
+    const bool nope = layer.index % 4 == 3;
+    CHECK(layer.l2_qk_norm == !nope);
+    CHECK(layer.sliding_window_tokens == (nope ? 0 : 8192));
+  }
+  // Maverick (Llama-4-Maverick-17B-128E): 128 experts on every second layer (1, 3, ..., 47),
+  // dense MLPs of 16384 between, no q/k norm. Card: 400B total (402B on its files page).
+  auto& text = config["text_config"];
+  text["num_local_experts"] = 128;
+  text["interleave_moe_layer_step"] = 2;
+  text.erase("moe_layers");
+  text["use_qk_norm"] = false;
+  auto maverick_spec = parse_model_config(config, {}, "c");
+  REQUIRE(maverick_spec.ok());
+  auto maverick = count_params(maverick_spec.value());
+  REQUIRE(maverick.ok());
+  const std::uint64_t moe_block = attention + 128 * expert + 128 * 5120 + expert + 2 * 5120;
+  const std::uint64_t dense_block = attention + 3 * 5120ULL * 16384 + 2 * 5120;
+  CHECK(maverick.value().total == vision + 2 * embedding + 24 * (moe_block + dense_block) + 5120);
+  CHECK(maverick.value().total == 401583781376ULL);
+  CHECK(maverick_spec.value().layers[1].moe);
+  CHECK_FALSE(maverick_spec.value().layers[0].moe);
+  CHECK_FALSE(maverick_spec.value().layers[0].l2_qk_norm);
+}
+
 TEST_CASE("ALBERT: a factorised embedding and one block's parameters run by every block") {
   // albert-base-v2 (huggingface.co/albert/albert-base-v2 config.json). By hand: embeddings
   // 30000 x 128 + 512 x 128 + 2 x 128 and a LayerNorm of 128; the 128 -> 768 projection; one

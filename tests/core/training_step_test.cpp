@@ -1956,3 +1956,105 @@ TEST_CASE("gpt-oss in transformers: sdpa falls back to eager attention, flash ke
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+// Llama 4, small: hidden 64, 4 heads of 16 (2 KV heads), 4 experts of 32 (top 1) and a shared
+// expert of 32 on every layer, dense MLPs 128 wide where a layer has none; every fourth layer
+// NoPE.
+result<model_spec> tiny_llama4(std::uint64_t layers) {
+  return parse_model_config({{"model_type", "llama4_text"},
+                             {"hidden_size", 64},
+                             {"intermediate_size", 32},
+                             {"intermediate_size_mlp", 128},
+                             {"num_hidden_layers", layers},
+                             {"num_attention_heads", 4},
+                             {"num_key_value_heads", 2},
+                             {"head_dim", 16},
+                             {"num_local_experts", 4},
+                             {"num_experts_per_tok", 1},
+                             {"vocab_size", 100}},
+                            {}, "c");
+}
+
+TEST_CASE("Llama 4: L2 q/k norms in fp32, every token through every expert, by hand") {
+  auto spec = tiny_llama4(1);
+  REQUIRE(spec.ok());
+  REQUIRE(spec.value().layers[0].l2_qk_norm);
+  training_config c = tiny_bf16_run();
+  const auto saved = [&] {
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().saved_activation_bytes;
+  };
+  // 16 tokens, bf16, everything trained. The input norm (4096 + 64 + 2048) and its output for
+  // q/k/v (2048); the fp32 copies of the roped q (64 wide) and k (32) and an fp32 inverse norm a
+  // head (6144 + 384); SDPA's q, k, v (4096), output (2048) and log-sum-exp (256); o_proj's
+  // input (2048).
+  const std::uint64_t attention = 6208 + 2048 + 6528 + 4096 + 2048 + 256 + 2048;
+  // The second norm (6208) and its output for the router and the shared expert (2048); the
+  // router's fp32 sigmoid and its bf16 column (256 + 128); the tokens repeated for the 4 experts
+  // and their scaled copy (2 x 8192); SiLU's input, its output and up over 4 x 32 + 32 features
+  // (15360) and the down projections' input (5120).
+  const std::uint64_t mlp = 6208 + 2048 + 384 + 2 * 8192 + 15360 + 5120;
+  CHECK(saved() == attention + mlp);
+  // Routed as its top-1 alone, the three idle experts' share goes: the repeated and scaled
+  // tokens (2 x 2 x 16 x 3 x 64) and their gate, SiLU, up and down input (4 x 2 x 16 x 3 x 32).
+  spec.value().moe.dense_dispatch = false;
+  CHECK(attention + mlp - saved() == 2 * 2 * 16 * 3 * 64 + 4 * 2 * 16 * 3 * 32);
+}
+
+TEST_CASE("Llama 4: NoPE layers attend to all, RoPE layers in chunks; the wrapper's own loss") {
+  const auto spec = tiny_llama4(4);
+  REQUIRE(spec.ok());
+  for (const auto& layer : spec.value().layers) {
+    const bool nope = layer.index == 3;
+    CHECK(layer.l2_qk_norm == !nope);
+    CHECK(layer.sliding_window_tokens == (nope ? 0 : 8192));
+  }
+  CHECK_FALSE(spec.value().plain_loss);  // Llama4ForCausalLM: transformers' ForCausalLMLoss
+  const auto unchunked = parse_model_config({{"model_type", "llama4_text"},
+                                             {"hidden_size", 64},
+                                             {"intermediate_size", 32},
+                                             {"num_hidden_layers", 2},
+                                             {"num_attention_heads", 4},
+                                             {"vocab_size", 100},
+                                             {"attention_chunk_size", nullptr},
+                                             {"moe_layers", nlohmann::json::array({1})}},
+                                            {}, "c");
+  REQUIRE(unchunked.ok());
+  CHECK(unchunked.value().layers[0].sliding_window_tokens == 0);
+  CHECK_FALSE(unchunked.value().layers[0].moe);
+  CHECK(unchunked.value().layers[1].moe);
+  CHECK(unchunked.value().layers[0].mlp_intermediate == 16384);  // intermediate_size_mlp
+  const auto short_list = parse_model_config({{"model_type", "llama4_text"},
+                                              {"hidden_size", 64},
+                                              {"intermediate_size", 32},
+                                              {"num_hidden_layers", 2},
+                                              {"num_attention_heads", 4},
+                                              {"vocab_size", 100},
+                                              {"no_rope_layers", nlohmann::json::array({1})}},
+                                             {}, "c");
+  REQUIRE_FALSE(short_list.ok());
+  CHECK(short_list.failure().field == "c.no_rope_layers");
+  // The wrapper (Llama4ForConditionalGeneration) shifts its bf16 logits (a contiguous copy) and
+  // takes a plain CrossEntropyLoss of them: the loss is transformers' plain one.
+  auto scout =
+      parse_model_config(test::read_json("tests/configs/llama-4-scout-17b-16e.json"), {}, "c");
+  REQUIRE(scout.ok());
+  CHECK(scout.value().plain_loss);
+}
+
+TEST_CASE("Llama 4 runs as transformers does") {
+  const auto spec = tiny_llama4(1);
+  REQUIRE(spec.ok());
+  training_config c = tiny_bf16_run();
+  c.framework = framework_profile::torchtune;
+  auto torchtune = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE_FALSE(torchtune.ok());
+  CHECK(torchtune.failure().field == "workload.framework");
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -24,7 +24,7 @@ enum class tensor_role {
   projection,          // OPT-350m project_in / project_out
   lm_head,             // untied output projection and its bias
   task_head,           // BERT pooler, MLM transform, classifiers
-  vision,              // a multimodal model's vision tower and projector (Gemma 3)
+  vision,              // a multimodal model's vision tower and projector (Gemma 3, Llama 4)
 };
 
 // The torch module class kind that owns the tensor. LLMem selects parameters by class name
@@ -79,7 +79,10 @@ struct layer_spec {
   std::uint64_t sliding_window_tokens = 0;  // 0 = full attention
   bool cross_attention = false;             // T5 decoder blocks
   bool moe = false;                         // routed experts in this block
-  std::uint64_t mlp_intermediate = 0;       // dense MLP width (0 in MoE blocks without one)
+  // Llama 4's RoPE layers L2-normalise each head of q and k in fp32, without a weight
+  // (Llama4TextL2Norm, use_qk_norm).
+  bool l2_qk_norm = false;
+  std::uint64_t mlp_intermediate = 0;  // dense MLP width (0 in MoE blocks without one)
   // ALBERT's cross-layer sharing: the block whose parameters this one runs again (-1: its own).
   // Shared tensors belong to the first block that runs them.
   int shares_params_of = -1;
@@ -93,6 +96,13 @@ struct moe_spec {
   // The router scores in fp32 from an fp32 copy of its input (DeepseekV3TopkRouter: F.linear of
   // hidden_states.float(), then sigmoid).
   bool fp32_router = false;
+  // Every token runs through every expert, its input scaled by the expert's sigmoid score (0
+  // off its top-k): Llama4TextMoe repeats the tokens once per expert (hidden_states.repeat) and
+  // batches the experts' matmuls over all of them.
+  bool dense_dispatch = false;
+
+  // The experts each token runs through: its top-k, or all of them under dense dispatch.
+  std::uint64_t experts_run() const { return dense_dispatch ? num_experts : experts_per_token; }
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): low-rank q and compressed kv.
@@ -150,6 +160,10 @@ struct model_spec {
   bool attention_sinks = false;
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
+  // The model class takes its own plain nn.CrossEntropyLoss of the logits in their dtype rather
+  // than transformers' ForCausalLMLoss: T5 (its labels aligned with its logits) and
+  // Llama4ForConditionalGeneration (which shifts its logits first, a contiguous copy).
+  bool plain_loss = false;
 
   moe_spec moe;
   bool mla = false;
