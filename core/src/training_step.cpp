@@ -584,10 +584,20 @@ block_memory block(const step_context& ctx, int layer_index) {
               : ctx.config.micro_batch * heads * ctx.seq * ctx.seq;
   const bool math_sdpa =
       kernel == attention_kernel::sdpa && !eager && sdpa_math_kernel(spec, c, transformers);
+  // transformers hands SDPA a mask once a sliding-window (or Llama 4 chunked) layer's sequence
+  // reaches its window (masking_utils._ignore_causal_mask_sdpa skips it only while kv_length is
+  // under the window), which the flash kernel cannot take: the memory-efficient one runs and
+  // keeps for backward the additive mask it converts the boolean one into, B x s x s in the
+  // query's dtype, in every such layer (aten convert_boolean_attn_mask).
+  const std::uint64_t window =
+      spec.layers[static_cast<std::size_t>(layer_index)].sliding_window_tokens;
+  const bool masked_sdpa = transformers && kernel == attention_kernel::sdpa && !eager &&
+                           !math_sdpa && ctx.cp == 1 && window > 0 && ctx.seq >= window;
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
-  // before SDPA; transformers passes enable_gqa (litgpt/model.py CausalSelfAttention,
-  // torchtune/modules/attention.py MultiHeadAttention).
-  const bool expanded_kv = ctx.config.framework != framework_profile::transformers && kv < q;
+  // before SDPA; transformers passes enable_gqa, but only without a mask (use_gqa_in_sdpa),
+  // repeating K/V otherwise (litgpt/model.py CausalSelfAttention,
+  // torchtune/modules/attention.py MultiHeadAttention, transformers sdpa_attention.py).
+  const bool expanded_kv = (!transformers || masked_sdpa) && kv < q;
   // Latent attention keeps its queries and keys (the rotary part concatenated to each head) and
   // kv_b_proj's whole output, of which the values are a view; its values are v_head_dim wide.
   const std::uint64_t values = spec.mla ? heads * spec.mla_dims.v_head_dim : q;
@@ -636,6 +646,7 @@ block_memory block(const step_context& ctx, int layer_index) {
   } else {
     m.saved.push_back(c * t * values);  // output
     m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
+    if (masked_sdpa) m.saved.push_back(c * ctx.config.micro_batch * ctx.seq * ctx.seq);
   }
   const bool adapter_block =
       (ctx.config.finetune == finetune_kind::llama_adapter_v1 ||
@@ -1324,6 +1335,10 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
   double per_sequence = 64 * s * layers * width + 32 * s * static_cast<double>(spec.vocab_size);
   if (quadratic_attention)
     per_sequence += 16 * s * s * static_cast<double>(spec.num_heads) * layers;
+  // Windowed layers under SDPA keep a mask of s x s (masked_sdpa in the block).
+  for (const auto& layer : spec.layers) {
+    if (layer.sliding_window_tokens > 0) per_sequence += 8 * s * s;
+  }
   const double limit = static_cast<double>(max_exact_count);
   if (fixed >= limit || per_sequence <= 0) return 0;
   return static_cast<std::uint64_t>(std::min((limit - fixed) / per_sequence, 1e15));

@@ -1340,14 +1340,40 @@ TEST_CASE("Qwen3's q_norm and k_norm keep each head's fp32 input and an inverse 
   const double per_block = 512.0 * (4 * (2048 + 512) + 4 * 20);
   CHECK(extra_activations("qwen3", "llama", c) == doctest::Approx(4 * per_block).epsilon(1e-9));
 
-  // Gemma 3 over Gemma at 4,096 tokens: the same q/k norms and two post-norms over 16-bit
-  // 1024-wide outputs (the caching allocator may hand out a block up to 1 MiB larger than asked
-  // in either replay, hence the 1 % margin).
-  c.seq_len = 4096;
-  const double qk_norms = 4096.0 * (4 * (2048 + 512) + 4 * 20);
-  const double post_norms = 2 * 4096.0 * (4 * 1024 + 4);
+  // Gemma 3 over Gemma at 2,048 tokens (within Gemma 3's 4,096-token window): the same q/k norms
+  // and two post-norms over 16-bit 1024-wide outputs (the caching allocator may hand out a block
+  // up to 1 MiB larger than asked in either replay, hence the 1 % margin).
+  c.seq_len = 2048;
+  const double qk_norms = 2048.0 * (4 * (2048 + 512) + 4 * 20);
+  const double post_norms = 2 * 2048.0 * (4 * 1024 + 4);
   CHECK(extra_activations("gemma3_text", "gemma", c) ==
         doctest::Approx(4 * (qk_norms + post_norms)).epsilon(0.01));
+}
+
+TEST_CASE("A sliding layer at its window: SDPA's mask in the query's dtype, K/V on every head") {
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.optimizer_step = false;
+  const auto saved = [&](const model_spec& spec, std::uint64_t seq) {
+    c.seq_len = seq;
+    auto e = estimate_training_step(spec, c, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().saved_activation_bytes;
+  };
+  const model_spec gemma3 = small_model("gemma3_text");  // four layers sliding over 4,096
+  model_spec unwindowed = gemma3;
+  for (auto& layer : unwindowed.layers) layer.sliding_window_tokens = 0;
+  // Under the window transformers passes no mask: nothing changes.
+  CHECK(saved(gemma3, 4095) == saved(unwindowed, 4095));
+  // From the window on, each layer keeps the bf16 additive mask of 4096 x 4096 and K/V repeated
+  // from 4 to 16 heads of 128 (2 x 2 x 4096 x (2048 - 512) more).
+  const std::uint64_t per_layer = 2ULL * 4096 * 4096 + 2ULL * 2 * 4096 * (2048 - 512);
+  CHECK(saved(gemma3, 4096) - saved(unwindowed, 4096) == 4 * per_layer);
+  // FlashAttention takes the window itself; eager attention adds the mask without keeping it.
+  c.attention = attention_kernel::flash;
+  CHECK(saved(gemma3, 4096) == saved(unwindowed, 4096));
+  c.attention = attention_kernel::eager;
+  CHECK(saved(gemma3, 4096) == saved(unwindowed, 4096));
 }
 
 TEST_CASE("OLMo 2: norms after attention and MLP only, q/k norms over all heads at once") {
