@@ -231,7 +231,7 @@ void build_t5(config_reader& cfg, model_spec& spec) {
   spec.architecture =
       spec.model_type == "mt5" ? "MT5ForConditionalGeneration" : "T5ForConditionalGeneration";
   spec.encoder_decoder = true;
-  spec.plain_loss = true;  // T5ForConditionalGeneration: CrossEntropyLoss(ignore_index=-100)
+  spec.loss = model_loss::plain;  // T5ForConditionalGeneration: CrossEntropyLoss(ignore_index=-100)
   // T5Config.attribute_map lets a config name d_model, num_heads, num_layers and d_kv by their
   // common names too (hidden_size, num_attention_heads, num_hidden_layers, head_dim).
   spec.hidden_size = cfg.required({"d_model", "hidden_size"}, max_width);

@@ -138,6 +138,8 @@ struct wrapper {
   void (*vision)(config_reader&, tensor_builder&, const model_spec&);
   // Where the language model's tensors sit in the wrapper ("model." -> "model.language_model.").
   std::string (*language_name)(const std::string&);
+  // The loss the wrapper takes itself (model_spec::loss).
+  model_loss loss;
 };
 
 result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string& field,
@@ -183,6 +185,7 @@ result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string
   }
   spec.model_type = w.model_type;
   spec.architecture = w.architecture;
+  spec.loss = w.loss;
   spec.warnings.push_back("the vision tower and projector (" + std::to_string(vision_params) +
                           " parameters) are loaded; text-only batches never run them (no "
                           "activations; gradients and optimizer states only where DDP, ZeRO or "
@@ -194,6 +197,8 @@ result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string
 
 result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string& field) {
   // Gemma3Model registers the vision tower, then the projector, then the language model.
+  // Gemma3ForConditionalGeneration takes its own loss: logits.float(), their shifted contiguous
+  // copy and a plain nn.CrossEntropyLoss.
   const wrapper gemma3{
       "gemma3",
       "gemma3_text",
@@ -204,7 +209,8 @@ result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string&
       add_gemma3_vision,
       [](const std::string& name) {
         return name.rfind("model.", 0) == 0 ? "model.language_model." + name.substr(6) : name;
-      }};
+      },
+      model_loss::plain_fp32};
   return parse_wrapper(config, field, gemma3);
 }
 
@@ -219,10 +225,9 @@ result<model_spec> parse_llama4(const nlohmann::json& config, const std::string&
                        llama4_text_defaults(),
                        llama4_vision_defaults(),
                        add_llama4_vision,
-                       [](const std::string& name) { return "language_model." + name; }};
-  auto spec = parse_wrapper(config, field, llama4);
-  if (spec.ok()) spec.value().plain_loss = true;
-  return spec;
+                       [](const std::string& name) { return "language_model." + name; },
+                       model_loss::plain};
+  return parse_wrapper(config, field, llama4);
 }
 
 }  // namespace gpumem

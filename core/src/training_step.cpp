@@ -2077,14 +2077,15 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     // A plain cross-entropy (training_config::loss) keeps the log-softmax in the logits' dtype
     // outside autocast; every other loss takes it in fp32.
     const bool transformers = config.framework == framework_profile::transformers;
-    // T5ForConditionalGeneration and Llama4ForConditionalGeneration take their own (model_spec::
-    // plain_loss); T5's labels are already aligned with its logits (the decoder's inputs are the
-    // labels shifted right).
-    const bool plain_loss =
-        (config.loss == loss_kind::plain_cross_entropy && transformers) || spec.plain_loss;
+    // T5ForConditionalGeneration and the Gemma 3 and Llama 4 wrappers take their own
+    // (model_spec::loss); T5's labels are already aligned with its logits (the decoder's inputs
+    // are the labels shifted right); Gemma 3's upcasts the logits first.
+    const bool plain_loss = transformers && (config.loss == loss_kind::plain_cross_entropy ||
+                                             spec.loss != model_loss::causal_lm);
     const bool shifted = plain_loss && spec.causal && !spec.encoder_decoder;
     const bool keep_outputs = config.keep_outputs && transformers;
-    const std::uint64_t logit_bytes = spec.logits_fp32 ? 4 : ctx.c;
+    const std::uint64_t logit_bytes =
+        spec.logits_fp32 || (transformers && spec.loss == model_loss::plain_fp32) ? 4 : ctx.c;
     const std::uint64_t loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
     if (last_stage) {
       tl.phase("loss");

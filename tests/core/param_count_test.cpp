@@ -167,7 +167,7 @@ TEST_CASE("Llama 4 Scout and Maverick, by hand and by their model cards") {
   auto spec = parse_model_config(config, {}, "c");
   REQUIRE(spec.ok());
   CHECK(spec.value().architecture == "Llama4ForConditionalGeneration");
-  CHECK(spec.value().plain_loss);  // its own shifted CrossEntropyLoss
+  CHECK(spec.value().loss == model_loss::plain);  // its own shifted CrossEntropyLoss
   auto scout = count_params(spec.value());
   REQUIRE(scout.ok());
   // Llama4VisionModel: class embedding, 24^2 + 1 positions, the 3 x 14 x 14 unfold linear, two

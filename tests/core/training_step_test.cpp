@@ -1411,6 +1411,32 @@ TEST_CASE("unsloth keeps Qwen3's q/k norms as its RMSNorm kernel does: 16-bit in
   CHECK(extra_activations("qwen3", "llama", c) == doctest::Approx(4 * per_block).epsilon(0.01));
 }
 
+TEST_CASE("The Gemma 3 wrapper's own loss returns fp32 logits, which a loop holding them keeps") {
+  auto wrapper = parse_model_config(test::read_json("tests/configs/gemma-3-4b.json"), {}, "c");
+  REQUIRE(wrapper.ok());
+  CHECK(wrapper.value().loss == model_loss::plain_fp32);
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.seq_len = 512;
+  c.optimizer_step = false;
+  c.keep_outputs = true;
+  const auto loss_peak = [&](const model_spec& spec) {
+    auto e = estimate_training_step(spec, c, gpu_spec{});
+    REQUIRE(e.ok());
+    CHECK(e.value().peak.phase == "backward");
+    return at_peak(e.value(), memory_category::logits_and_loss);
+  };
+  const double own = loss_peak(wrapper.value());
+  wrapper.value().loss = model_loss::causal_lm;
+  const double causal_lm = loss_peak(wrapper.value());
+  // 512 tokens of 262,208 logits. The loss's backward holds two fp32 gradients and log-softmax's
+  // output either way; the logits the loop holds are the wrapper's fp32 upcast (logits.float()
+  // is what it returns) rather than ForCausalLM's bf16 ones. (Its forward holds the fp32 logits,
+  // their shifted copy and log-softmax's output, as much as that backward.)
+  const double tv = 512.0 * 262208;
+  CHECK(own - causal_lm == doctest::Approx(2 * tv).epsilon(0.01));
+}
+
 TEST_CASE("Gemma 3's vision tower is loaded but text-only training gives it no gradient") {
   const auto multimodal =
       parse_model_config(test::read_json("tests/configs/gemma-3-4b.json"), {}, "c");
@@ -2039,7 +2065,7 @@ TEST_CASE("Llama 4: NoPE layers attend to all, RoPE layers in chunks; the wrappe
     CHECK(layer.l2_qk_norm == !nope);
     CHECK(layer.sliding_window_tokens == (nope ? 0 : 8192));
   }
-  CHECK_FALSE(spec.value().plain_loss);  // Llama4ForCausalLM: transformers' ForCausalLMLoss
+  CHECK(spec.value().loss == model_loss::causal_lm);  // Llama4ForCausalLM: ForCausalLMLoss
   const auto unchunked = parse_model_config({{"model_type", "llama4_text"},
                                              {"hidden_size", 64},
                                              {"intermediate_size", 32},
@@ -2069,7 +2095,7 @@ TEST_CASE("Llama 4: NoPE layers attend to all, RoPE layers in chunks; the wrappe
   auto scout =
       parse_model_config(test::read_json("tests/configs/llama-4-scout-17b-16e.json"), {}, "c");
   REQUIRE(scout.ok());
-  CHECK(scout.value().plain_loss);
+  CHECK(scout.value().loss == model_loss::plain);
 }
 
 TEST_CASE("Llama 4 runs as transformers does") {

@@ -68,6 +68,12 @@ struct tensor_spec {
 };
 
 enum class norm_kind { layer_norm, rms_norm };
+// The loss a model class takes itself under transformers instead of ForCausalLMLoss (which
+// upcasts the logits to fp32 and shifts the labels): a plain nn.CrossEntropyLoss of the logits
+// in their dtype (T5, its labels aligned with its logits; Llama4ForConditionalGeneration, its
+// logits shifted by a contiguous copy), or of their fp32 upcast, shifted likewise
+// (Gemma3ForConditionalGeneration).
+enum class model_loss { causal_lm, plain, plain_fp32 };
 enum class attention_pattern { global, sliding };
 enum class stack_kind { decoder, encoder };
 
@@ -160,10 +166,7 @@ struct model_spec {
   bool attention_sinks = false;
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
-  // The model class takes its own plain nn.CrossEntropyLoss of the logits in their dtype rather
-  // than transformers' ForCausalLMLoss: T5 (its labels aligned with its logits) and
-  // Llama4ForConditionalGeneration (which shifts its logits first, a contiguous copy).
-  bool plain_loss = false;
+  model_loss loss = model_loss::causal_lm;
 
   moe_spec moe;
   bool mla = false;
