@@ -32,7 +32,10 @@ function classic(path) {
     .replace(/^export (?=(async )?function |class |const |let )/gm, '')
     // Only Node's path of the facade reads import.meta (a syntax error in a classic script); in
     // the page, files resolve against the page itself.
-    .replace(/import\.meta\.url/g, 'location.href');
+    .replace(/import\.meta\.url/g, 'location.href')
+    // Comment-only lines stay in the sources (no template literal of these modules has one): the
+    // page downloads 2 KB less (bench/page_bench.mjs, target 250 KB gzip).
+    .replace(/^[ \t]*\/\/.*\n/gm, '');
   if (/^\s*(import|export)\s/m.test(source)) throw new Error(`${path}: an import or export the bundler does not handle`);
   return `// ${path}\n${source}`;
 }
