@@ -8,9 +8,9 @@ checkpointing, eager vs SDPA attention, LoRA rank/targets, KV cache growth, logi
 any formula. Every run is sized to stay well under 70 GiB.
 
 Usage: python3 tools/measure/make_plan.py [OUT]   (default tools/measure/plan_h100.json)
-       python3 tools/measure/make_plan.py --batch2 [OUT]
-                                       (default tools/measure/plan_h100_batch2.json: mechanisms
-                                        the first batch did not cover)
+       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows [OUT]
+                                       (default tools/measure/plan_h100_batch2.json and so on:
+                                        mechanisms the first batch did not cover)
 """
 import json
 import os
@@ -433,15 +433,31 @@ def plan_ga():
     ]
 
 
+def plan_windows():
+    """Sliding windows under SDPA: under, at and over Mistral-7B-v0.1's 4,096-token window, where
+    transformers starts passing a mask (the memory-efficient kernel then keeps it in every layer
+    and K/V come repeated to every head)."""
+    M, qv = "mistralai/Mistral-7B-v0.1", ["q_proj", "v_proj"]
+    return [
+        lora2(M, 16, qv, 1, 4064),
+        lora2(M, 16, qv, 1, 4096),
+        lora2(M, 16, qv, 1, 8192),
+        lora2(M, 16, qv, 1, 8192, ckpt=True),
+        infer2(M, 1, 4064, 1),
+        infer2(M, 1, 8192, 1),
+    ]
+
+
 def main():
     args = sys.argv[1:]
-    which = [a for a in args if a in ("--batch2", "--dora", "--ga")]
+    which = [a for a in args if a in ("--batch2", "--dora", "--ga", "--windows")]
     args = [a for a in args if a not in which]
     name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json",
-            "--ga": "plan_h100_ga.json"}.get(
+            "--ga": "plan_h100_ga.json", "--windows": "plan_h100_windows.json"}.get(
         which[0] if which else "", "plan_h100.json")
     out = args[0] if args else os.path.join(ROOT, "tools", "measure", name)
-    pts = {"--batch2": plan_batch2, "--dora": plan_dora, "--ga": plan_ga}.get(
+    pts = {"--batch2": plan_batch2, "--dora": plan_dora, "--ga": plan_ga,
+           "--windows": plan_windows}.get(
         which[0] if which else "", plan)()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)

@@ -21,6 +21,7 @@ PLAN = os.path.join(HERE, "plan_h100.json")
 PLAN2 = os.path.join(HERE, "plan_h100_batch2.json")
 PLAN3 = os.path.join(HERE, "plan_h100_dora.json")
 PLAN4 = os.path.join(HERE, "plan_h100_ga.json")
+PLAN5 = os.path.join(HERE, "plan_h100_windows.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
 MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
 MEASURED3 = os.path.join(ROOT, "validation", "measured_h100_dora.json")
@@ -380,7 +381,7 @@ class PlanFileTest(unittest.TestCase):
     def test_plan_files_match_make_plan(self):
         with tempfile.TemporaryDirectory() as d:
             for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"]),
-                             (PLAN4, ["--ga"])):
+                             (PLAN4, ["--ga"]), (PLAN5, ["--windows"])):
                 out = os.path.join(d, "p.json")
                 subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
                                + [out], capture_output=True, text=True, check=True)
