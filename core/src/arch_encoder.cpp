@@ -74,6 +74,8 @@ void build_bert(config_reader& cfg, model_spec& spec, const model_options& optio
   spec.activation = cfg.text("hidden_act", "gelu");
   spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"}, 0.1);  // BertConfig
   spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"}, 0.1);
+  // BertEmbeddings drops out its LayerNorm's output at the same rate.
+  if (spec.hidden_dropout > 0) spec.embedding_dropout_features = spec.hidden_size;
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   add_uniform_layers(spec, stack_kind::encoder, layers);
 
@@ -162,6 +164,8 @@ void build_albert(config_reader& cfg, model_spec& spec, const model_options& opt
   spec.activation = cfg.text("hidden_act", "gelu_new");
   spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"}, 0.0);
   spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"}, 0.0);
+  // AlbertEmbeddings drops out its LayerNorm's output, embedding_size wide.
+  if (spec.hidden_dropout > 0) spec.embedding_dropout_features = spec.embedding_dim;
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   add_uniform_layers(spec, stack_kind::encoder, layers);
   // Block i runs group i * groups / layers; a group's tensors belong to its first block.
@@ -264,6 +268,8 @@ void build_t5(config_reader& cfg, model_spec& spec) {
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", spec.model_type != "mt5");
   spec.hidden_dropout = cfg.fraction({"dropout_rate"}, 0.1);  // T5Config default
   spec.attention_dropout = spec.hidden_dropout;
+  // T5Stack drops out its embeddings (and its final norm's output, at the end).
+  if (spec.hidden_dropout > 0) spec.embedding_dropout_features = spec.hidden_size;
   // T5Attention: softmax(scores.float(), dim=-1).type_as(scores).
   spec.eager_softmax_fp32 = true;
   add_uniform_layers(spec, stack_kind::encoder, encoder_layers);

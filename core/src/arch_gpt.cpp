@@ -49,6 +49,8 @@ void build_opt(config_reader& cfg, model_spec& spec) {
   spec.activation = cfg.text("activation_function", "relu");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"dropout"}, 0.1);  // OPTConfig default
+  // OPTDecoder drops out the embeddings plus positions (after project_in) at the same rate.
+  if (spec.hidden_dropout > 0) spec.embedding_dropout_features = spec.hidden_size;
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   tensor_builder add(spec);
@@ -82,6 +84,8 @@ void build_biogpt(config_reader& cfg, model_spec& spec) {
   spec.activation = cfg.text("hidden_act", "gelu");
   spec.attention_dropout = cfg.fraction({"attention_probs_dropout_prob"}, 0.1);  // BioGptConfig
   spec.hidden_dropout = cfg.fraction({"hidden_dropout_prob"}, 0.1);
+  // BioGptModel drops out the scaled embeddings plus positions at the same rate.
+  if (spec.hidden_dropout > 0) spec.embedding_dropout_features = spec.hidden_size;
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   tensor_builder add(spec);
@@ -119,6 +123,8 @@ void gpt2_like(config_reader& cfg, model_spec& spec, bool conv1d, bool multi_que
   // GPT2Config and GPTBigCodeConfig default every dropout to 0.1.
   spec.attention_dropout = cfg.fraction({"attn_pdrop"}, 0.1);
   spec.hidden_dropout = cfg.fraction({"resid_pdrop"}, 0.1);
+  // self.drop(inputs_embeds + position_embeds)
+  if (cfg.fraction({"embd_pdrop"}, 0.1) > 0) spec.embedding_dropout_features = spec.hidden_size;
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   const auto h = spec.hidden_size;
@@ -175,6 +181,7 @@ void build_gpt_neo(config_reader& cfg, model_spec& spec) {
   spec.activation = cfg.text("activation_function", "gelu_new");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_dropout"});
+  if (cfg.fraction({"embed_dropout"}) > 0) spec.embedding_dropout_features = spec.hidden_size;
   // GPTNeoForCausalLM computes the logits in fp32 (`lm_logits.to(torch.float32)`; LLMem's
   // size_estimator.py counts them with 4 bytes).
   spec.logits_fp32 = true;
@@ -227,6 +234,7 @@ void parallel_rotary(config_reader& cfg, model_spec& spec, bool fused_qkv, bool 
   spec.activation = cfg.text("activation_function", "gelu_new");
   spec.attention_dropout = cfg.fraction({"attn_pdrop"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop"});
+  if (cfg.fraction({"embd_pdrop"}) > 0) spec.embedding_dropout_features = spec.hidden_size;
   spec.parallel_block = true;
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
@@ -283,6 +291,8 @@ void build_gpt_neox(config_reader& cfg, model_spec& spec) {
   spec.activation = cfg.text("hidden_act", "gelu");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"hidden_dropout"});
+  // GPTNeoXModel.emb_dropout drops out the embeddings at hidden_dropout.
+  if (spec.hidden_dropout > 0) spec.embedding_dropout_features = spec.hidden_size;
   const bool bias = cfg.flag("attention_bias", true);
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
@@ -398,6 +408,7 @@ void build_phi(config_reader& cfg, model_spec& spec) {
   spec.activation = cfg.text("hidden_act", "gelu_new");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"resid_pdrop"});
+  if (cfg.fraction({"embd_pdrop"}) > 0) spec.embedding_dropout_features = spec.hidden_size;
   spec.eager_softmax_fp32 = true;  // modeling_phi.py eager attention: softmax(dtype=float32)
   const bool qk_norm = cfg.flag("qk_layernorm", false);
   add_uniform_layers(spec, stack_kind::decoder, layers);

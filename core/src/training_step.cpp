@@ -2004,6 +2004,13 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       const bool stepped_back = mb + 1 == in_flight;
       // The embedding output, or the activation received from the previous stage.
       residual = tl.allocate(blocks[stage.first].residual, cat::activations);
+      // The embeddings' dropout mask (model_spec::embedding_dropout_features), kept for the
+      // embeddings' backward, the step's last.
+      const std::uint64_t embedding_mask = spec.embedding_dropout_features;
+      if (stage.first == 0 && embedding_mask > 0) {
+        (stepped_back ? saved[0] : waiting)
+            .push_back(tl.allocate(ctx.h_tokens * embedding_mask, cat::activations));
+      }
       if (spec.encoder_decoder)
         encoder_bias.push_back(tl.allocate(bias_bytes(ctx.seq, ctx.seq), cat::activations));
       for (std::size_t l = stage.first; l < stage.last; ++l) {
@@ -2012,6 +2019,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         if (l == first_decoder) {
           end_encoder();
           residual = tl.allocate(b.residual, cat::activations);  // the decoder's embedding
+          if (embedding_mask > 0)
+            keep.push_back(tl.allocate(decoder_ctx.h_tokens * embedding_mask, cat::activations));
         }
         if (deepspeed3) {
           gathered[l] =
@@ -2093,6 +2102,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       // The final norm keeps its input in fp32 (transformers), or its 16-bit input and an fp32
       // inverse RMS a row (unsloth's Fast_RMS_Layernorm).
       head.push_back(tl.allocate(unsloth ? ctx.r * th * h + 4 * th : 4 * th * h, cat::activations));
+      // T5Stack's final dropout after the decoder's final norm: its mask.
+      if (spec.encoder_decoder && spec.hidden_dropout > 0)
+        head.push_back(tl.allocate(th * h, cat::activations));
       if (ctx.autocast_copies) {
         head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
         head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));

@@ -1350,6 +1350,34 @@ TEST_CASE("Qwen3's q_norm and k_norm keep each head's fp32 input and an inverse 
         doctest::Approx(4 * (qk_norms + post_norms)).epsilon(0.01));
 }
 
+TEST_CASE("Dropout on the embeddings keeps a mask of a byte a feature to the step's end") {
+  const auto gpt2 = [](double embd_pdrop) {
+    auto spec = parse_model_config({{"model_type", "gpt2"},
+                                    {"n_embd", 768},
+                                    {"n_layer", 2},
+                                    {"n_head", 12},
+                                    {"vocab_size", 1000},
+                                    {"embd_pdrop", embd_pdrop}},
+                                   {}, "c");
+    REQUIRE(spec.ok());
+    return spec.value();
+  };
+  CHECK(gpt2(0.1).embedding_dropout_features == 768);  // GPT2Model: self.drop(embeddings)
+  CHECK(gpt2(0.0).embedding_dropout_features == 0);
+  training_config c;
+  c.compute = compute_precision::amp_bf16;
+  c.micro_batch = 8;
+  c.seq_len = 1024;
+  const auto activations = [&](const model_spec& spec) {
+    auto e = estimate_training_step(spec, c, gpu_spec{});
+    REQUIRE(e.ok());
+    return at_peak(e.value(), memory_category::activations);
+  };
+  // 8 x 1,024 tokens of 768 features: 6 MiB (1 % for the caching allocator's blocks).
+  CHECK(activations(gpt2(0.1)) - activations(gpt2(0.0)) ==
+        doctest::Approx(8.0 * 1024 * 768).epsilon(0.01));
+}
+
 TEST_CASE("A sliding layer at its window: SDPA's mask in the query's dtype, K/V on every head") {
   training_config c = lora_qv();
   c.compute = compute_precision::pure_bf16;

@@ -166,6 +166,9 @@ struct model_spec {
   bool attention_sinks = false;
   double attention_dropout = 0.0;
   double hidden_dropout = 0.0;
+  // Features a token's embedding dropout masks (0: no dropout on the embeddings): GPT-2's
+  // embd_pdrop, OPT's and BERT's dropout after the embeddings, T5's at each stack's start.
+  std::uint64_t embedding_dropout_features = 0;
   model_loss loss = model_loss::causal_lm;
 
   moe_spec moe;
