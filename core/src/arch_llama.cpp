@@ -3,7 +3,8 @@
 // DeepSeek-V3 (multi-head latent attention, shared experts, dense first layers) and gpt-oss
 // (attention sinks, biased experts with a clamped SwiGLU, alternating sliding windows) and Llama 4
 // (experts every token runs through, a shared expert, chunked attention, weightless L2 q/k
-// norms on its RoPE layers). Names,
+// norms on its RoPE layers) and GLM-4.5 (DeepSeek-V3's experts and router beside grouped-query
+// attention). Names,
 // shapes and order follow transformers 5 (fused `experts.gate_up_proj` / `experts.down_proj`),
 // checked against tests/golden/hf_param_counts.json. Unknown model types with the standard
 // Llama keys are read the same way, with a warning.
@@ -44,7 +45,8 @@ const char* class_for(const std::string& type) {
       {"phi3", "Phi3ForCausalLM"},          {"deepseek_v3", "DeepseekV3ForCausalLM"},
       {"qwen3", "Qwen3ForCausalLM"},        {"qwen3_moe", "Qwen3MoeForCausalLM"},
       {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
-      {"gpt_oss", "GptOssForCausalLM"},     {"llama4_text", "Llama4ForCausalLM"}};
+      {"gpt_oss", "GptOssForCausalLM"},     {"llama4_text", "Llama4ForCausalLM"},
+      {"glm4_moe", "Glm4MoeForCausalLM"}};
   for (const auto& [name, cls] : classes) {
     if (type == name) return cls;
   }
@@ -55,6 +57,9 @@ variant variant_for(const std::string& type, config_reader& cfg) {
   variant v;
   if (type == "qwen2" || type == "qwen2_moe") {
     v.qkv_bias = true;
+  } else if (type == "glm4_moe") {
+    // Glm4MoeAttention: attention_bias on q, k and v; o_proj never biased.
+    v.qkv_bias = cfg.flag("attention_bias", false);
   } else {
     // LlamaConfig / MistralConfig / DeepseekV3Config: attention_bias covers q, k, v and o.
     v.qkv_bias = v.o_bias = cfg.flag("attention_bias", false);
@@ -62,14 +67,17 @@ variant variant_for(const std::string& type, config_reader& cfg) {
   v.mlp_bias = cfg.flag("mlp_bias", false);
   v.fused = type == "phi3";
   v.sandwich_norms = type == "gemma2" || type == "gemma3_text";
-  v.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text" || type == "olmo2";
+  v.qk_norm = type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text" || type == "olmo2" ||
+              (type == "glm4_moe" && cfg.flag("use_qk_norm", false));
   v.post_norms_only = type == "olmo2";
   // GemmaConfig (and Gemma 2's and 3's) defaults to tied embeddings.
   v.tie_default = type == "gemma" || type == "gemma2" || type == "gemma3_text";
   if (type == "mixtral") v.moe = variant::moe_layout::mixtral;
   // Qwen3MoeSparseMoeBlock is Qwen2-MoE's without the shared expert.
   if (type == "qwen2_moe" || type == "qwen3_moe") v.moe = variant::moe_layout::qwen2;
-  if (type == "deepseek_v3") v.moe = variant::moe_layout::deepseek;
+  // Glm4MoeMoE is DeepseekV3MoE's layout: fused experts, an fp32-scoring router (gate) with its
+  // correction bias as a buffer, shared experts; dense layers before first_k_dense_replace.
+  if (type == "deepseek_v3" || type == "glm4_moe") v.moe = variant::moe_layout::deepseek;
   if (type == "gpt_oss") {
     v.moe = variant::moe_layout::gpt_oss;
     v.sinks = true;

@@ -44,6 +44,7 @@ constexpr family families[] = {
     {"olmo2", build_llama_like},
     {"gpt_oss", build_llama_like},
     {"llama4_text", build_llama_like},
+    {"glm4_moe", build_llama_like},
     {"llama4", nullptr},  // text_config and vision_config: parse_llama4
     {"bert", nullptr},    // needs the task head: build_bert
     {"albert", nullptr},  // build_albert

@@ -217,6 +217,31 @@ TEST_CASE("Llama 4 Scout and Maverick, by hand and by their model cards") {
   CHECK_FALSE(maverick_spec.value().layers[0].l2_qk_norm);
 }
 
+TEST_CASE("GLM-4.5-Air, by hand and by its model card: DeepSeek's experts, biased q/k/v") {
+  auto spec = parse_model_config(test::read_json("tests/configs/glm-4.5-air.json"), {}, "c");
+  REQUIRE(spec.ok());
+  CHECK(spec.value().architecture == "Glm4MoeForCausalLM");
+  CHECK(spec.value().warnings.empty());  // read as GLM-4.5, not as a Llama-like fallback
+  CHECK(spec.value().moe.fp32_router);   // Glm4MoeTopkRouter: F.linear in fp32
+  auto c = count_params(spec.value());
+  REQUIRE(c.ok());
+  // Glm4MoeAttention: q (96 x 128) and k, v (8 x 128) over 4096 with biases, o_proj without;
+  // block 0's dense MLP of 10944; then 128 experts of 1408, the router, one shared expert of
+  // 1408; two norms a block. transformers builds no next-token-prediction layer (layer 46).
+  const std::uint64_t attention =
+      4096ULL * 12288 + 12288 + 2 * (4096ULL * 1024 + 1024) + 12288ULL * 4096;
+  const std::uint64_t expert = 3 * 4096ULL * 1408;
+  const std::uint64_t moe_block = attention + 128 * expert + 128 * 4096 + expert + 2 * 4096;
+  const std::uint64_t dense_block = attention + 3 * 4096ULL * 10944 + 2 * 4096;
+  const std::uint64_t embedding = 151552ULL * 4096;
+  CHECK(c.value().total == 2 * embedding + dense_block + 45 * moe_block + 4096);
+  // The model card: 106B total, 12B active (8 of 128 experts; the embeddings left out).
+  CHECK(c.value().total == 106852245504ULL);
+  CHECK(c.value().active - 2 * embedding == 12182609920ULL);
+  CHECK_FALSE(spec.value().layers[0].moe);
+  CHECK(spec.value().layers[1].moe);
+}
+
 TEST_CASE("ALBERT: a factorised embedding and one block's parameters run by every block") {
   // albert-base-v2 (huggingface.co/albert/albert-base-v2 config.json). By hand: embeddings
   // 30000 x 128 + 512 x 128 + 2 x 128 and a LayerNorm of 128; the 128 -> 768 projection; one
