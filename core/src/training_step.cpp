@@ -118,6 +118,8 @@ struct block_memory {
   // A cross-attention block whose key or value projection keeps the encoder's output itself for
   // its backward (one tensor all such blocks share: the step holds it, not the block).
   bool keeps_memory = false;
+  // Its attention takes the boolean mask transformers builds once a forward (masked_sdpa).
+  bool masked_attention = false;
 };
 
 struct step_context {
@@ -648,6 +650,7 @@ block_memory block(const step_context& ctx, int layer_index) {
     m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
     if (masked_sdpa) m.saved.push_back(c * ctx.config.micro_batch * ctx.seq * ctx.seq);
   }
+  m.masked_attention = masked_sdpa;
   const bool adapter_block =
       (ctx.config.finetune == finetune_kind::llama_adapter_v1 ||
        ctx.config.finetune == finetune_kind::llama_adapter_v2) &&
@@ -1965,6 +1968,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     // their saved tensors wait for their own backward.
     std::vector<int> waiting;
     int residual = -1;
+    const bool stage_masked = std::any_of(blocks.begin() + static_cast<std::ptrdiff_t>(stage.first),
+                                          blocks.begin() + static_cast<std::ptrdiff_t>(stage.last),
+                                          [](const block_memory& b) { return b.masked_attention; });
     while (inputs_to_host && host_copy_buffers.size() < 2)
       host_copy_buffers.push_back(tl.allocate(ctx.r * th * h, cat::activations));
     // Encoder-decoders (modeling_t5.py T5Stack): each stack's first block makes the position
@@ -2010,6 +2016,18 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       if (stage.first == 0 && embedding_mask > 0) {
         (stepped_back ? saved[0] : waiting)
             .push_back(tl.allocate(ctx.h_tokens * embedding_mask, cat::activations));
+      }
+      // The boolean mask transformers builds for windowed layers once a forward, [B, 1, s, s]
+      // (masking_utils.sdpa_mask): alive through the forward, or, checkpointed, as every block's
+      // input until the first block's backward.
+      int bool_mask = -1;
+      if (stage_masked) {
+        const std::uint64_t bytes = config.micro_batch * ctx.seq * ctx.seq;
+        if (config.grad_ckpt)
+          (stepped_back ? saved[stage.first] : waiting)
+              .push_back(tl.allocate(bytes, cat::activations));
+        else
+          bool_mask = tl.allocate(bytes, cat::activations);
       }
       if (spec.encoder_decoder)
         encoder_bias.push_back(tl.allocate(bias_bytes(ctx.seq, ctx.seq), cat::activations));
@@ -2060,6 +2078,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           gathered[l] = -1;
         }
       }
+      tl.free(bool_mask);
       if (!config.grad_ckpt) {
         for (int id : decoder_bias) tl.free(id);
         decoder_bias.clear();

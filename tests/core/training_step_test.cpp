@@ -1397,6 +1397,16 @@ TEST_CASE("A sliding layer at its window: SDPA's mask in the query's dtype, K/V 
   // from 4 to 16 heads of 128 (2 x 2 x 4096 x (2048 - 512) more).
   const std::uint64_t per_layer = 2ULL * 4096 * 4096 + 2ULL * 2 * 4096 * (2048 - 512);
   CHECK(saved(gemma3, 4096) - saved(unwindowed, 4096) == 4 * per_layer);
+  // Checkpointed, every block takes the boolean mask (4096 x 4096 bytes) as an input kept to the
+  // first block's backward, beside the recomputed block's additive mask.
+  c.grad_ckpt = true;
+  const auto peak = [&](const model_spec& spec) {
+    auto e = estimate_training_step(spec, c, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().peak.allocated;
+  };
+  CHECK(peak(gemma3) - peak(unwindowed) >= 4096ULL * 4096 + 2ULL * 4096 * 4096);
+  c.grad_ckpt = false;
   // FlashAttention takes the window itself; eager attention adds the mask without keeping it.
   c.attention = attention_kernel::flash;
   CHECK(saved(gemma3, 4096) == saved(unwindowed, 4096));
