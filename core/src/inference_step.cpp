@@ -450,6 +450,11 @@ std::optional<error> check_size(const model_spec& spec, const inference_config& 
   double bytes = sequences * tokens * static_cast<double>(spec.layers.size()) * 2 * width * 4;
   if (c.attention == attention_kernel::eager)
     bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;
+  // A windowed layer's prefill under SDPA holds a mask of the prompt's tokens squared.
+  const bool windowed =
+      std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const layer_spec& l) { return l.sliding_window_tokens > 0; });
+  if (windowed) bytes += sequences * tokens * tokens * 8;
   bytes += static_cast<double>(c.profile_tokens) * width * 16 +
            static_cast<double>(c.profile_sequences) * static_cast<double>(spec.vocab_size) * 16;
   if (bytes < static_cast<double>(max_exact_count)) return std::nullopt;
