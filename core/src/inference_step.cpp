@@ -375,7 +375,8 @@ class inference_replay {
       tl_.free(probs);
       return out;
     }
-    if (transformers && window > 0 && p.tokens > 1 && p.context >= window) {
+    if (transformers && c_.attention == attention_kernel::sdpa && window > 0 && p.tokens > 1 &&
+        p.context >= window) {
       // A windowed layer's prefill reaching its window gets a mask (as in training: the
       // memory-efficient kernel, the mask converted to the query's dtype, K/V repeated to every
       // head without enable_gqa), alive while the kernel runs.

@@ -339,6 +339,33 @@ TEST_CASE("Llama 4 in transformers runs every token through every expert; vLLM i
   CHECK(activations() == vllm_top_1);
 }
 
+TEST_CASE("A windowed layer's prefill at its window: SDPA's mask and repeated K/V, not flash's") {
+  const auto spec = parse_model_config({{"model_type", "mistral"},
+                                        {"hidden_size", 256},
+                                        {"intermediate_size", 512},
+                                        {"num_hidden_layers", 2},
+                                        {"num_attention_heads", 4},
+                                        {"num_key_value_heads", 1},
+                                        {"head_dim", 64},
+                                        {"vocab_size", 100},
+                                        {"sliding_window", 64}},
+                                       {}, "c");
+  REQUIRE(spec.ok());
+  inference_config c;
+  const auto peak = [&](attention_kernel kernel, std::uint64_t prompt) {
+    c.attention = kernel;
+    c.prompt_tokens = prompt;
+    auto e = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+    REQUIRE(e.ok());
+    return e.value().peak.allocated;
+  };
+  // Under the window transformers passes no mask; from it on, a 1024 x 1024 bf16 mask (2 MiB)
+  // and K/V repeated from 1 to 4 heads (1 MiB) live while the kernel runs, which makes the
+  // attention the prefill's busiest moment.
+  CHECK(peak(attention_kernel::sdpa, 63) == peak(attention_kernel::flash, 63));
+  CHECK(peak(attention_kernel::sdpa, 1024) > peak(attention_kernel::flash, 1024));
+}
+
 TEST_CASE("SDPA's math kernel: Falcon-7B's single K/V head in transformers, fp32 GQA") {
   const auto falcon = preset("tiiuae/falcon-7b");     // 71 query heads, 1 K/V head
   const auto falcon40 = preset("tiiuae/falcon-40b");  // 128 query heads, 8 K/V heads (broadcast)
