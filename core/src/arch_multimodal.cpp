@@ -1,7 +1,8 @@
 // Multimodal wrappers whose language model is a family gpumem knows: Gemma 3
-// (Gemma3ForConditionalGeneration, after modeling_gemma3.py and modeling_siglip.py) and Llama 4
-// (Llama4ForConditionalGeneration, modeling_llama4.py). Text-only fine-tuning and serving load
-// the vision tower and projector but never run them.
+// (Gemma3ForConditionalGeneration, after modeling_gemma3.py and modeling_siglip.py), Llama 4
+// (Llama4ForConditionalGeneration, modeling_llama4.py) and Mistral 3 (Mistral Small 3.1/3.2:
+// Mistral3ForConditionalGeneration, modeling_mistral3.py and modeling_pixtral.py). Text-only
+// fine-tuning and serving load the vision tower and projector but never run them.
 
 #include <nlohmann/json.hpp>
 
@@ -29,7 +30,7 @@ nlohmann::json gemma3_text_defaults() {
 // position embeddings, encoder layers (k/v/q/out projections with biases, two LayerNorms, a
 // fc1/fc2 MLP), the post-LayerNorm. The patch Conv2d's [hidden, channels, patch, patch] weight
 // is recorded flattened to two dimensions.
-void add_siglip(config_reader& cfg, tensor_builder& add, const model_spec&) {
+void add_siglip(config_reader& cfg, tensor_builder& add) {
   const auto h = cfg.required({"hidden_size"}, max_width);
   const auto inner = cfg.required({"intermediate_size"}, max_width);
   const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
@@ -62,8 +63,9 @@ void add_siglip(config_reader& cfg, tensor_builder& add, const model_spec&) {
 }
 
 // Gemma3MultiModalProjector: a bare [vision hidden, text hidden] weight and an RMSNorm.
-void add_gemma3_vision(config_reader& cfg, tensor_builder& add, const model_spec& spec) {
-  add_siglip(cfg, add, spec);
+void add_gemma3_vision(config_reader& cfg, config_reader&, tensor_builder& add,
+                       const model_spec& spec) {
+  add_siglip(cfg, add);
   const std::uint64_t vision_hidden = spec.tensors.empty() ? 0 : spec.tensors.back().shape[0];
   add.scope("model.multi_modal_projector.");
   add.parameter("mm_input_projection_weight", {vision_hidden, spec.hidden_size},
@@ -91,7 +93,8 @@ nlohmann::json llama4_vision_defaults() {
 // encoder, the encoder layers (q/k/v/o and fc1/fc2 with biases, two LayerNorms) and the
 // pixel-shuffle adapter's two bias-free linears; then Llama4MultiModalProjector's bias-free
 // linear into the text width. torch lists a module's own parameters before its children's.
-void add_llama4_vision(config_reader& cfg, tensor_builder& add, const model_spec& spec) {
+void add_llama4_vision(config_reader& cfg, config_reader&, tensor_builder& add,
+                       const model_spec& spec) {
   const auto h = cfg.required({"hidden_size"}, max_width);
   const auto inner = cfg.required({"intermediate_size"}, max_width);
   const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
@@ -126,6 +129,54 @@ void add_llama4_vision(config_reader& cfg, tensor_builder& add, const model_spec
   add.linear("linear_1", output, spec.hidden_size, false, role);
 }
 
+// PixtralVisionConfig's defaults (configuration_pixtral.py) for keys a config leaves out.
+nlohmann::json pixtral_defaults() {
+  return {{"hidden_size", 1024},
+          {"intermediate_size", 4096},
+          {"num_hidden_layers", 24},
+          {"num_channels", 3},
+          {"patch_size", 16}};
+}
+
+// PixtralVisionModel: the bias-free patch Conv2d (recorded flattened to two dimensions), ln_pre,
+// and layers of attention_norm, a bias-free gated MLP, bias-free k/v/q/o and ffn_norm (RMSNorms);
+// then Mistral3MultiModalProjector: an RMSNorm, the patch merger's bias-free linear over
+// spatial_merge_size^2 patches, linear_1 (over the features of every vision_feature_layer) and
+// linear_2 (biased when multimodal_projector_bias).
+void add_pixtral(config_reader& cfg, config_reader& wrapper, tensor_builder& add,
+                 const model_spec& spec) {
+  const auto h = cfg.required({"hidden_size"}, max_width);
+  const auto inner = cfg.required({"intermediate_size"}, max_width);
+  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
+  const auto patch = cfg.required({"patch_size"}, 1ULL << 12);
+  const auto channels = cfg.required({"num_channels"}, 1ULL << 10);
+  const auto merge = wrapper.optional({"spatial_merge_size"}, 2, 1ULL << 6);
+  const bool bias = wrapper.flag("multimodal_projector_bias", false);
+  // One vision_feature_layer, or a list whose layers' features are concatenated.
+  const std::uint64_t feature_layers = wrapper.items("vision_feature_layer");
+  const auto role = tensor_role::vision;
+  add.scope("model.vision_tower.");
+  add.parameter("patch_conv.weight", {h, channels * patch * patch}, role);
+  add.rms_norm("ln_pre", h);
+  for (std::uint64_t i = 0; i < layers; ++i) {
+    add.scope("model.vision_tower.transformer.layers." + std::to_string(i) + ".");
+    add.rms_norm("attention_norm", h);
+    add.linear("feed_forward.gate_proj", h, inner, false, role);
+    add.linear("feed_forward.up_proj", h, inner, false, role);
+    add.linear("feed_forward.down_proj", inner, h, false, role);
+    for (const char* name :
+         {"attention.k_proj", "attention.v_proj", "attention.q_proj", "attention.o_proj"})
+      add.linear(name, h, h, false, role);
+    add.rms_norm("ffn_norm", h);
+  }
+  add.scope("model.multi_modal_projector.");
+  add.rms_norm("norm", h);
+  add.linear("patch_merger.merging_layer", h * merge * merge, h, false, role);
+  add.linear("linear_1", h * std::max<std::uint64_t>(feature_layers, 1), spec.hidden_size, bias,
+             role);
+  add.linear("linear_2", spec.hidden_size, spec.hidden_size, bias, role);
+}
+
 // What sets one multimodal wrapper apart.
 struct wrapper {
   const char* model_type;    // the wrapper's, e.g. "gemma3"
@@ -134,8 +185,10 @@ struct wrapper {
   const char* name;          // in messages
   nlohmann::json text_defaults;
   nlohmann::json vision_defaults;
-  // The vision tower and projector, registered (as the wrapper does) before the language model.
-  void (*vision)(config_reader&, tensor_builder&, const model_spec&);
+  // The vision tower (from vision_config) and projector (which may read the wrapper's own keys),
+  // registered, as the wrapper does, before the language model.
+  void (*vision)(config_reader& vision, config_reader& wrapper, tensor_builder&,
+                 const model_spec& language);
   // Where the language model's tensors sit in the wrapper ("model." -> "model.language_model.").
   std::string (*language_name)(const std::string&);
   // The loss the wrapper takes itself (model_spec::loss).
@@ -171,8 +224,11 @@ result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string
   nlohmann::json vision = w.vision_defaults;
   vision.update(*sub("vision_config"));
   config_reader vision_cfg(vision, field + ".vision_config");
-  w.vision(vision_cfg, add, spec);
+  config_reader wrapper_cfg(config, field);
+  w.vision(vision_cfg, wrapper_cfg, add, spec);
   if (auto problem = vision_cfg.problem(std::string("required for ") + w.name + "'s vision tower"))
+    return *problem;
+  if (auto problem = wrapper_cfg.problem(std::string("required for ") + w.name + "'s projector"))
     return *problem;
   std::uint64_t vision_params = 0;
   for (auto& t : spec.tensors) {
@@ -228,6 +284,34 @@ result<model_spec> parse_llama4(const nlohmann::json& config, const std::string&
                        [](const std::string& name) { return "language_model." + name; },
                        model_loss::plain};
   return parse_wrapper(config, field, llama4);
+}
+
+result<model_spec> parse_mistral3(const nlohmann::json& config, const std::string& field) {
+  // Mistral3Model registers the vision tower (Pixtral), the projector, then the language model (a
+  // MistralModel; Mistral3ForConditionalGeneration adds the LM head and takes transformers'
+  // ForCausalLMLoss). Other language models under mistral3 (Ministral 3, Mistral 4) are not read.
+  const auto text = config.find("text_config");
+  if (text != config.end() && text->is_object()) {
+    const auto type = text->find("model_type");
+    if (type != text->end() && *type != "mistral") {
+      return error{"config.unsupported_model_type", field + ".text_config.model_type",
+                   "[" + field + ".text_config.model_type] " + type->dump() +
+                       ": a mistral3 config is read with a Mistral language model ('mistral')"};
+    }
+  }
+  const wrapper mistral3{
+      "mistral3",
+      "mistral",
+      "Mistral3ForConditionalGeneration",
+      "Mistral 3",
+      nlohmann::json::object(),
+      pixtral_defaults(),
+      add_pixtral,
+      [](const std::string& name) {
+        return name.rfind("model.", 0) == 0 ? "model.language_model." + name.substr(6) : name;
+      },
+      model_loss::causal_lm};
+  return parse_wrapper(config, field, mistral3);
 }
 
 }  // namespace gpumem

@@ -45,9 +45,10 @@ constexpr family families[] = {
     {"gpt_oss", build_llama_like},
     {"llama4_text", build_llama_like},
     {"glm4_moe", build_llama_like},
-    {"llama4", nullptr},  // text_config and vision_config: parse_llama4
-    {"bert", nullptr},    // needs the task head: build_bert
-    {"albert", nullptr},  // build_albert
+    {"llama4", nullptr},    // text_config and vision_config: parse_llama4
+    {"mistral3", nullptr},  // text_config and vision_config: parse_mistral3
+    {"bert", nullptr},      // needs the task head: build_bert
+    {"albert", nullptr},    // build_albert
     {"t5", build_t5},
     {"mt5", build_t5},
 };
@@ -101,6 +102,7 @@ result<model_spec> parse_model_config(const nlohmann::json& config, const model_
 
   if (spec.model_type == "gemma3") return parse_gemma3(config, field);
   if (spec.model_type == "llama4") return parse_llama4(config, field);
+  if (spec.model_type == "mistral3") return parse_mistral3(config, field);
   if (known != nullptr && known->build == nullptr) {
     if (spec.model_type == "albert") {
       build_albert(cfg, spec, options);

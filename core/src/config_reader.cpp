@@ -134,6 +134,12 @@ std::vector<std::uint64_t> config_reader::index_list(const char* key, std::uint6
   return out;
 }
 
+std::size_t config_reader::items(const char* key) const {
+  if (!has(key)) return 1;
+  const json& value = config_.at(key);
+  return value.is_array() ? value.size() : 1;
+}
+
 std::vector<std::string> config_reader::text_list(const char* key) {
   std::vector<std::string> out;
   if (!has(key)) return out;

@@ -47,6 +47,8 @@ class config_reader {
   std::string text(const char* key, const std::string& fallback);
   std::vector<std::uint64_t> index_list(const char* key, std::uint64_t max);
   std::vector<std::string> text_list(const char* key);
+  // How many items a key that takes one item or a list of them holds (1 when absent).
+  std::size_t items(const char* key) const;
 
   void fail(std::string code, const std::string& key, std::string message);
   std::string field(const std::string& key) const { return prefix_ + "." + key; }

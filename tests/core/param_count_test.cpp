@@ -217,6 +217,39 @@ TEST_CASE("Llama 4 Scout and Maverick, by hand and by their model cards") {
   CHECK_FALSE(maverick_spec.value().layers[0].l2_qk_norm);
 }
 
+TEST_CASE("Mistral Small 3.1, by hand and by its model card: Pixtral, the projector, Mistral") {
+  auto config = test::read_json("tests/configs/mistral-small-3.1-24b.json");
+  auto spec = parse_model_config(config, {}, "c");
+  REQUIRE(spec.ok());
+  CHECK(spec.value().architecture == "Mistral3ForConditionalGeneration");
+  CHECK(spec.value().loss == model_loss::causal_lm);  // self.loss_function
+  auto c = count_params(spec.value());
+  REQUIRE(c.ok());
+  // PixtralVisionModel: the 3 x 14 x 14 patch conv, ln_pre, 24 layers of two RMSNorms, a gated
+  // MLP of 4096 and k/v/q/o over 1024, all bias-free; the projector's RMSNorm, 2 x 2 patch merger,
+  // 1024 -> 5120 and 5120 -> 5120.
+  const std::uint64_t pixtral_layer = 2 * 1024 + 3 * 1024ULL * 4096 + 4 * 1024ULL * 1024;
+  const std::uint64_t projector = 1024 + 4096ULL * 1024 + 1024ULL * 5120 + 5120ULL * 5120;
+  const std::uint64_t vision = 1024ULL * 588 + 1024 + 24 * pixtral_layer + projector;
+  CHECK(c.value().groups.vision == vision);
+  // MistralModel: q and o of 32 x 128 over 5120, k and v of 8 x 128, an MLP of 32768, two norms;
+  // untied 131072 x 5120 embedding and head. The card: 24B.
+  const std::uint64_t block =
+      2 * 5120ULL * 4096 + 2 * 5120ULL * 1024 + 3 * 5120ULL * 32768 + 2 * 5120;
+  CHECK(c.value().total == vision + 2 * 131072ULL * 5120 + 40 * block + 5120);
+  CHECK(c.value().total == 24011361280ULL);
+  // Two vision feature layers concatenated double linear_1's input.
+  config["vision_feature_layer"] = nlohmann::json::array({-1, -2});
+  auto two = parse_model_config(config, {}, "c");
+  REQUIRE(two.ok());
+  CHECK(count_params(two.value()).value().groups.vision == vision + 1024ULL * 5120);
+  // Other language models under mistral3 (Ministral 3, Mistral 4) are not read as Mistral.
+  config["text_config"]["model_type"] = "ministral3";
+  auto other = parse_model_config(config, {}, "c");
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.failure().field == "c.text_config.model_type");
+}
+
 TEST_CASE("GLM-4.5-Air, by hand and by its model card: DeepSeek's experts, biased q/k/v") {
   auto spec = parse_model_config(test::read_json("tests/configs/glm-4.5-air.json"), {}, "c");
   REQUIRE(spec.ok());
