@@ -1329,7 +1329,9 @@ std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t se
       std::max({spec.hidden_size, spec.embedding_dim, spec.intermediate_size,
                 spec.num_heads * std::max(spec.head_dim, spec.v_head_dim),
                 spec.moe.expert_intermediate * (experts_read + 1) + spec.moe.shared_intermediate,
-                spec.moe.dense_dispatch ? spec.moe.num_experts * spec.hidden_size : 0}));
+                spec.moe.dense_dispatch ? spec.moe.num_experts * spec.hidden_size : 0,
+                // the router's one-hot expert mask, [tokens, k, E] (int64)
+                spec.moe.experts_per_token * spec.moe.num_experts}));
   double params = 0;
   for (const auto& t : spec.tensors) params += static_cast<double>(t.numel());
   // DoRA rebuilds each adapted weight's norms from a [in, in] identity.
