@@ -26,17 +26,24 @@ nlohmann::json gemma3_text_defaults() {
           {"tie_word_embeddings", true}};
 }
 
+// The dimensions every vision tower here reads from its vision_config (num_channels: 3 by
+// default in SiglipVisionConfig, Llama4VisionConfig and PixtralVisionConfig).
+struct vision_dims {
+  std::uint64_t hidden, inner, layers, patch, channels;
+};
+vision_dims read_vision_dims(config_reader& cfg) {
+  return {cfg.required({"hidden_size"}, max_width), cfg.required({"intermediate_size"}, max_width),
+          cfg.required({"num_hidden_layers"}, max_layers), cfg.required({"patch_size"}, 1ULL << 12),
+          cfg.optional({"num_channels"}, 3, 1ULL << 10)};
+}
+
 // SiglipVisionModel without its pooling head (Gemma 3: vision_use_head false): patch and
 // position embeddings, encoder layers (k/v/q/out projections with biases, two LayerNorms, a
 // fc1/fc2 MLP), the post-LayerNorm. The patch Conv2d's [hidden, channels, patch, patch] weight
 // is recorded flattened to two dimensions.
 void add_siglip(config_reader& cfg, tensor_builder& add) {
-  const auto h = cfg.required({"hidden_size"}, max_width);
-  const auto inner = cfg.required({"intermediate_size"}, max_width);
-  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
-  const auto patch = cfg.required({"patch_size"}, 1ULL << 12);
+  const auto [h, inner, layers, patch, channels] = read_vision_dims(cfg);
   const auto image = cfg.required({"image_size"}, 1ULL << 16);
-  const auto channels = cfg.optional({"num_channels"}, 3, 1ULL << 10);
   if (patch > 0 && image % patch != 0) {
     cfg.fail("config.invalid_value", "patch_size",
              "[" + cfg.field("patch_size") + "] must divide image_size " + std::to_string(image) +
@@ -82,10 +89,9 @@ nlohmann::json llama4_text_defaults() {
           {"head_dim", 128},           {"max_position_embeddings", 131072}};
 }
 nlohmann::json llama4_vision_defaults() {
-  return {
-      {"hidden_size", 768},        {"num_hidden_layers", 34},     {"num_channels", 3},
-      {"intermediate_size", 5632}, {"vision_output_dim", 7680},   {"image_size", 448},
-      {"patch_size", 14},          {"projector_input_dim", 4096}, {"projector_output_dim", 4096}};
+  return {{"hidden_size", 768},          {"num_hidden_layers", 34},     {"intermediate_size", 5632},
+          {"vision_output_dim", 7680},   {"image_size", 448},           {"patch_size", 14},
+          {"projector_input_dim", 4096}, {"projector_output_dim", 4096}};
 }
 
 // Llama4VisionModel: its class and position embeddings ((image / patch)^2 patches and the
@@ -95,12 +101,8 @@ nlohmann::json llama4_vision_defaults() {
 // linear into the text width. torch lists a module's own parameters before its children's.
 void add_llama4_vision(config_reader& cfg, config_reader&, tensor_builder& add,
                        const model_spec& spec) {
-  const auto h = cfg.required({"hidden_size"}, max_width);
-  const auto inner = cfg.required({"intermediate_size"}, max_width);
-  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
-  const auto patch = cfg.required({"patch_size"}, 1ULL << 12);
+  const auto [h, inner, layers, patch, channels] = read_vision_dims(cfg);
   const auto image = cfg.required({"image_size"}, 1ULL << 16);
-  const auto channels = cfg.required({"num_channels"}, 1ULL << 10);
   const auto output = cfg.required({"vision_output_dim"}, max_width);
   const auto adapter_in = cfg.required({"projector_input_dim"}, max_width);
   const auto adapter_out = cfg.required({"projector_output_dim"}, max_width);
@@ -134,7 +136,6 @@ nlohmann::json pixtral_defaults() {
   return {{"hidden_size", 1024},
           {"intermediate_size", 4096},
           {"num_hidden_layers", 24},
-          {"num_channels", 3},
           {"patch_size", 16}};
 }
 
@@ -145,11 +146,7 @@ nlohmann::json pixtral_defaults() {
 // linear_2 (biased when multimodal_projector_bias).
 void add_pixtral(config_reader& cfg, config_reader& wrapper, tensor_builder& add,
                  const model_spec& spec) {
-  const auto h = cfg.required({"hidden_size"}, max_width);
-  const auto inner = cfg.required({"intermediate_size"}, max_width);
-  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
-  const auto patch = cfg.required({"patch_size"}, 1ULL << 12);
-  const auto channels = cfg.required({"num_channels"}, 1ULL << 10);
+  const auto [h, inner, layers, patch, channels] = read_vision_dims(cfg);
   const auto merge = wrapper.optional({"spatial_merge_size"}, 2, 1ULL << 6);
   const bool bias = wrapper.flag("multimodal_projector_bias", false);
   // One vision_feature_layer, or a list whose layers' features are concatenated.
