@@ -266,7 +266,7 @@ class inference_replay {
         cache.push_back(k);
         cache.push_back(v);
       }
-      int attended = attention(p, d, layer.sliding_window_tokens);
+      int attended = attention(p, d, layer);
       tl_.free(q);
       if (!p.creates_cache) {
         tl_.free(k);
@@ -350,7 +350,7 @@ class inference_replay {
   // SDPA/flash keep O(tokens) statistics, unless SDPA has to run its math kernel
   // (sdpa_math_kernel); eager materialises the scores, their fp32 softmax
   // (softmax(dtype=float32)) and its cast back (transformers eager_attention_forward).
-  int attention(const pass& p, const layer_dims& d, std::uint64_t window) {
+  int attention(const pass& p, const layer_dims& d, const layer_spec& layer) {
     const std::uint64_t a = c_.activation_bytes;
     const bool transformers = c_.framework == serving_framework::transformers;
     if (c_.attention != attention_kernel::eager && p.tokens > 1 &&
@@ -375,11 +375,10 @@ class inference_replay {
       tl_.free(probs);
       return out;
     }
-    if (transformers && c_.attention == attention_kernel::sdpa && window > 0 && p.tokens > 1 &&
-        p.context >= window) {
-      // A windowed layer's prefill reaching its window gets a mask (as in training: the
-      // memory-efficient kernel, the mask converted to the query's dtype, K/V repeated to every
-      // head without enable_gqa), alive while the kernel runs.
+    if (transformers && c_.attention == attention_kernel::sdpa && p.tokens > 1 &&
+        sdpa_window_mask(layer, p.context)) {
+      // A windowed layer's prefill reaching its window (sdpa_window_mask): the mask converted to
+      // the query's dtype and K/V repeated to every head, alive while the kernel runs.
       const int mask = tl_.allocate(p.batch * p.tokens * p.context * a, cat::activations);
       const int repeated =
           d.kv < d.q ? tl_.allocate(2 * p.batch * p.context * d.q * a, cat::activations) : -1;

@@ -586,15 +586,12 @@ block_memory block(const step_context& ctx, int layer_index) {
               : ctx.config.micro_batch * heads * ctx.seq * ctx.seq;
   const bool math_sdpa =
       kernel == attention_kernel::sdpa && !eager && sdpa_math_kernel(spec, c, transformers);
-  // transformers hands SDPA a mask once a sliding-window (or Llama 4 chunked) layer's sequence
-  // reaches its window (masking_utils._ignore_causal_mask_sdpa skips it only while kv_length is
-  // under the window), which the flash kernel cannot take: the memory-efficient one runs and
-  // keeps for backward the additive mask it converts the boolean one into, B x s x s in the
-  // query's dtype, in every such layer (aten convert_boolean_attn_mask).
-  const std::uint64_t window =
-      spec.layers[static_cast<std::size_t>(layer_index)].sliding_window_tokens;
-  const bool masked_sdpa = transformers && kernel == attention_kernel::sdpa && !eager &&
-                           !math_sdpa && ctx.cp == 1 && window > 0 && ctx.seq >= window;
+  // A windowed layer's masked SDPA (sdpa_window_mask): the memory-efficient kernel keeps for
+  // backward the additive mask it converts the boolean one into, B x s x s in the query's dtype,
+  // in every such layer (aten convert_boolean_attn_mask).
+  const bool masked_sdpa =
+      transformers && kernel == attention_kernel::sdpa && !eager && !math_sdpa && ctx.cp == 1 &&
+      sdpa_window_mask(spec.layers[static_cast<std::size_t>(layer_index)], ctx.seq);
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
   // before SDPA; transformers passes enable_gqa, but only without a mask (use_gqa_in_sdpa),
   // repeating K/V otherwise (litgpt/model.py CausalSelfAttention,
@@ -1101,6 +1098,10 @@ attention_kernel attention_kernel_named(const std::string& name) {
   return name == "eager"   ? attention_kernel::eager
          : name == "flash" ? attention_kernel::flash
                            : attention_kernel::sdpa;
+}
+
+bool sdpa_window_mask(const layer_spec& layer, std::uint64_t kv_length) {
+  return layer.sliding_window_tokens > 0 && kv_length >= layer.sliding_window_tokens;
 }
 
 bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers) {

@@ -301,6 +301,12 @@ stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std
 // FalconAttention hands a multi-query model's single K/V head to SDPA unexpanded; Llama-like
 // models pass enable_gqa or repeat K/V, litgpt and torchtune repeat K/V.
 bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers);
+// Whether transformers hands SDPA a mask for `layer` over `kv_length` keys: a windowed layer
+// (sliding, or Llama 4's chunked) once the keys reach its window (masking_utils.
+// _ignore_causal_mask_sdpa leaves the mask out only while kv_length is under the window). The
+// flash kernel cannot take a mask: the memory-efficient one runs, with K/V repeated to every
+// head (transformers' use_gqa_in_sdpa passes enable_gqa only without a mask).
+bool sdpa_window_mask(const layer_spec& layer, std::uint64_t kv_length);
 // The kernel a run gets: T5Attention computes its scores by hand whatever is asked for
 // (modeling_t5.py), and transformers has no SDPA path for gpt-oss's attention sinks and falls
 // back to eager attention (GptOssPreTrainedModel does not declare _supports_sdpa).
