@@ -1622,6 +1622,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // param_dtype, DeepSpeed's 16-bit parameters).
   const std::uint64_t gathered_bytes =
       ctx.full ? (is_amp(config.compute) ? ctx.c : full_bytes) : base_bytes;
+  // FSDP's MixedPrecision gathers every parameter, the embeddings' included, in param_dtype, "the
+  // dtype for forward and backward computation" (torch.distributed.fsdp.MixedPrecision docs): the
+  // residual stream of an fp32 model runs in the compute dtype.
+  if (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op)
+    ctx.r = gathered_bytes;
   // Autocast copies fp32 weights to 16 bits; gathered (FSDP MixedPrecision) and 16-bit models
   // are already in the compute dtype.
   ctx.autocast_copies = ctx.amp && ctx.full && full_bytes == 4 && !params_sharded;

@@ -917,6 +917,26 @@ TEST_CASE("DeepSpeed ZeRO and Gemini keep a 16-bit module with fp32 masters unde
   CHECK(full_model_weight_bytes(config) == 4);
 }
 
+TEST_CASE("FSDP mixed precision runs the residual stream in the gathered 16-bit dtype") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config;  // full fine-tuning, fp32 weights under amp_bf16
+  config.micro_batch = 2;
+  config.seq_len = 64;
+  config.grad_ckpt = true;  // what a block keeps: its input, the residual stream
+  config.sharding = data_parallel::ddp;
+  config.dp_degree = 2;
+  auto ddp = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.sharding = data_parallel::fsdp_full_shard;
+  auto fsdp = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(ddp.ok());
+  REQUIRE(fsdp.ok());
+  // 2 blocks x 128 tokens x 256 features: fp32 under autocast, bf16 as FSDP gathers the
+  // embedding.
+  CHECK(ddp.value().saved_activation_bytes == 2 * 128 * 256 * 4);
+  CHECK(fsdp.value().saved_activation_bytes == 2 * 128 * 256 * 2);
+}
+
 TEST_CASE("DeepSpeed ZeRO-3: reduce bucket, gradient partitions and persistent parameters") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());
