@@ -40,12 +40,13 @@ Usage:
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none]
                     [--optimizer-impl foreach|for_loop|fused (torch.optim AdamW)]
-                    [--grad-ckpt | --selective-recompute (the attention core only)]
+                    [--grad-ckpt | --selective-recompute (the attention core only;
+                     torchtitan: its per-op policy)]
                     [--grad-accumulation N]
                     [--attention sdpa|eager]
                     [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
                     [--keep-outputs: the loop holds each forward's logits until the next]
-                    [--framework transformers|litgpt|torchtune|unsloth]
+                    [--framework transformers|litgpt|torchtune|unsloth|torchtitan]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
                                        fsdp_shard_grad_op|fsdp_hybrid_shard (--gpus-per-node M)|

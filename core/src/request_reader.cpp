@@ -564,13 +564,14 @@ result<training_config> read_detailed_workload(const json& request, const model_
       choice("optimizer", phase && *phase == "forward_backward" ? "none" : "adamw",
              {"adamw", "adam", "adamw_8bit", "adafactor", "sgd", "sgd_momentum", "none"});
   const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
-  const auto framework =
-      choice("framework", "transformers", {"transformers", "litgpt", "torchtune", "unsloth"});
+  const auto framework = choice("framework", "transformers",
+                                {"transformers", "litgpt", "torchtune", "unsloth", "torchtitan"});
   const auto loss = choice("loss", "model", {"model", "plain_cross_entropy"});
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   out.target_len = in.optional({"target_len"}, 0, max_positions);  // 0: not given
-  // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only).
+  // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only;
+  // torchtitan's per-op policy under torchtitan).
   const json& ckpt = workload.value("grad_ckpt", json(false));
   if (!ckpt.is_boolean() && !ckpt.is_null() && ckpt != json("selective")) {
     return error{"request.invalid_value", "workload.grad_ckpt",
@@ -605,20 +606,21 @@ result<training_config> read_detailed_workload(const json& request, const model_
                      : *impl == "for_loop" ? adamw_implementation::for_loop
                                            : adamw_implementation::foreach;
   }
-  out.framework = *framework == "litgpt"      ? framework_profile::litgpt
-                  : *framework == "torchtune" ? framework_profile::torchtune
-                  : *framework == "unsloth"   ? framework_profile::unsloth
-                                              : framework_profile::transformers;
+  out.framework = *framework == "litgpt"       ? framework_profile::litgpt
+                  : *framework == "torchtune"  ? framework_profile::torchtune
+                  : *framework == "unsloth"    ? framework_profile::unsloth
+                  : *framework == "torchtitan" ? framework_profile::torchtitan
+                                               : framework_profile::transformers;
   out.loss = *loss == "plain_cross_entropy" ? loss_kind::plain_cross_entropy : loss_kind::model;
   if (out.loss != loss_kind::model && out.framework != framework_profile::transformers) {
     return error{"request.invalid_value", "workload.loss",
                  "[workload.loss] chooses how a transformers run takes its loss; litgpt, "
-                 "torchtune and unsloth take their own chunked losses: leave it out or \"model\""};
+                 "torchtune, unsloth and torchtitan take their own: leave it out or \"model\""};
   }
   if (out.keep_outputs && out.framework != framework_profile::transformers) {
     return error{"request.invalid_value", "workload.keep_outputs",
                  "[workload.keep_outputs] describes a transformers training loop; litgpt, "
-                 "torchtune and unsloth run their own: leave it out or false"};
+                 "torchtune, unsloth and torchtitan run their own: leave it out or false"};
   }
   if (out.finetune == finetune_kind::full && in.has("weights")) {
     // The stored dtype of a fully fine-tuned model (default: full_model_weight_bytes): 16-bit

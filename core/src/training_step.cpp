@@ -120,6 +120,9 @@ struct block_memory {
   bool keeps_memory = false;
   // Its attention takes the boolean mask transformers builds once a forward (masked_sdpa).
   bool masked_attention = false;
+  // Outputs a per-op selective checkpoint keeps from the forward beside the block's input
+  // (torchtitan's policy); the recomputation takes them over for the block's backward.
+  std::vector<std::uint64_t> op_cache;
 };
 
 struct step_context {
@@ -821,6 +824,17 @@ block_memory block(const step_context& ctx, int layer_index) {
       m.backward_transient = std::max(m.backward_transient, 2 * c * t * q + 5 * kv_chunk);
     }
   }
+  // torchtitan's per-op selective checkpointing (torchtitan/models/llama3/parallelize.py
+  // _apply_ac_to_transformer_block, selective_ac_option "op"): the block is checkpointed, but its
+  // forward keeps the outputs of the ops in _save_list — the attention kernel's (output and
+  // log-sum-exp) and aten.mm's, except every second matmul of the block (the policy counts them:
+  // in a Llama block the q, v, gate and down projections are kept, k, o and up recomputed).
+  if (ctx.config.framework == framework_profile::torchtitan && ctx.config.selective_recompute) {
+    for (std::size_t n = 0; n < linears.size(); n += 2)
+      m.op_cache.push_back(c * t * local_out(*linears[n], ctx.tp));
+    m.op_cache.push_back(c * t * values);
+    m.op_cache.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
+  }
   if (ctx.config.finetune == finetune_kind::llama_adapter_v1 &&
       static_cast<std::uint64_t>(layer_index) < ctx.config.adapter_start_layer) {
     // Nothing below or in the block trains: it runs without a graph.
@@ -1177,18 +1191,14 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
 // adapters on every block linear, its default (unsloth/models/llama.py get_peft_model patches
 // the q/k/v, o and MLP forwards with LoRA_QKV, LoRA_W and LoRA_MLP only then, and only for
 // bias-free Llama-style blocks), in 16-bit autocast, on one GPU or under DDP.
-std::optional<error> check_unsloth(const model_spec& spec, const training_config& config) {
-  if (config.framework != framework_profile::unsloth) return std::nullopt;
-  if (config.finetune != finetune_kind::lora || config.dora) {
-    return error{"request.invalid_value", "workload.finetune",
-                 "[workload.finetune] the unsloth profile models LoRA and QLoRA (its fast LoRA "
-                 "kernels); use finetune lora"};
-  }
-  bool llama_style =
-      spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block && spec.causal;
+// A bias-free Llama-style decoder: two RMSNorms a block, before attention and before the MLP
+// (per-head q/k norms allowed), a gated MLP, no mixture of experts, latent attention or soft cap:
+// what unsloth's fast kernels and torchtitan's Llama run.
+bool llama_style_decoder(const model_spec& spec) {
+  bool llama_style = spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block &&
+                     spec.causal && !spec.mla;
   for (const auto& layer : spec.layers) llama_style = llama_style && !layer.moe;
-  // Two RMSNorms a block, before attention and before the MLP (unsloth's LlamaDecoderLayer_fast_
-  // forward); Gemma 2's extra post-norms and soft-capped attention run other kernels.
+  // Gemma 2's extra post-norms and soft-capped attention run other kernels.
   std::vector<int> norms(spec.layers.size(), 0);
   for (const auto& t : spec.tensors) {
     llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
@@ -1198,8 +1208,17 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
   }
   for (int n : norms) llama_style = llama_style && n == 2;
   llama_style = llama_style && spec.pre_norms && (!spec.qk_norm || spec.qk_norm_per_head);
-  llama_style = llama_style && spec.attention_softcap <= 0;
-  if (!llama_style) {
+  return llama_style && spec.attention_softcap <= 0;
+}
+
+std::optional<error> check_unsloth(const model_spec& spec, const training_config& config) {
+  if (config.framework != framework_profile::unsloth) return std::nullopt;
+  if (config.finetune != finetune_kind::lora || config.dora) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] the unsloth profile models LoRA and QLoRA (its fast LoRA "
+                 "kernels); use finetune lora"};
+  }
+  if (!llama_style_decoder(spec)) {
     return error{"request.invalid_value", "model",
                  "[model] the unsloth profile models bias-free Llama-style decoders (two RMSNorms "
                  "a block, gated MLP, no mixture of experts or soft-capped attention), where "
@@ -1232,6 +1251,44 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
   }
   return std::nullopt;
 }
+// The torchtitan profile models torchtitan's own Llama (torchtitan/models/llama3/model.py, which
+// Qwen3 follows with per-head q/k norms) trained whole, one GPU or replicated (DDP) or sharded by
+// FSDP2 (fully_shard), attending with SDPA or FlexAttention over the whole sequence.
+std::optional<error> check_torchtitan(const model_spec& spec, const training_config& config) {
+  if (config.framework != framework_profile::torchtitan) return std::nullopt;
+  if (config.finetune != finetune_kind::full) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] torchtitan trains whole models: finetune full"};
+  }
+  const bool windowed = std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) {
+    return l.attention == attention_pattern::sliding;
+  });
+  if (!llama_style_decoder(spec) || windowed) {
+    return error{"request.invalid_value", "model",
+                 "[model] the torchtitan profile models its Llama: bias-free Llama-style decoders "
+                 "(two RMSNorms a block, gated MLP, no mixture of experts, sliding window or "
+                 "soft-capped attention)"};
+  }
+  if (config.attention == attention_kernel::eager) {
+    return error{"request.invalid_value", "workload.attention",
+                 "[workload.attention] torchtitan attends with SDPA or FlexAttention: attention "
+                 "sdpa or flash"};
+  }
+  if (config.offload.activations != offload_target::none) {
+    return error{"request.invalid_value", "parallel.offload.activations",
+                 "[parallel.offload.activations] torchtitan does not offload activations: none"};
+  }
+  const auto dp = config.sharding;
+  if (dp != data_parallel::none && dp != data_parallel::ddp &&
+      dp != data_parallel::fsdp_full_shard && dp != data_parallel::fsdp_shard_grad_op) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] torchtitan shards with FSDP2 (fsdp_full_shard, "
+                 "fsdp_shard_grad_op) or replicates (ddp); DeepSpeed ZeRO and Gemini are not "
+                 "its"};
+  }
+  return std::nullopt;
+}
+
 // An LLM.int8 base as transformers loads it for PEFT (load_in_8bit): bitsandbytes' Int8Params
 // are whole int8 matrices with their row scales, which no framework here shards or splits
 // (FSDP and ZeRO-3 flatten floating-point parameters; QLoRA's FSDP path stores 4-bit codes in
@@ -1460,6 +1517,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   const std::uint64_t cp = std::max<std::uint64_t>(config.cp_degree, 1);
   if (auto e = check_context_parallel(spec, config, tp, cp)) return *e;
   if (auto e = check_unsloth(spec, config)) return *e;
+  if (auto e = check_torchtitan(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
   if (auto e = check_transformers_only(spec, config)) return *e;
   if (auto e = check_encoder_decoder(spec, config)) return *e;
@@ -1792,6 +1850,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // persistence_threshold elements stay gathered for good (parameter_offload.py
   // mark_persistent_parameters). A block gathered again for checkpointing's recomputation stays
   // gathered through its backward, which follows within stage3_max_reuse_distance.
+  // torchtitan's per-op selective checkpointing checkpoints every block (block_memory::op_cache).
+  const bool torchtitan = config.framework == framework_profile::torchtitan;
+  const bool checkpointed = config.grad_ckpt || (torchtitan && config.selective_recompute);
   const bool deepspeed3 = dp == data_parallel::zero3;
   std::uint64_t persistent_params = 0;
   std::uint64_t input_root = 0;   // the largest embedding, gathered for the forward's start
@@ -1836,7 +1897,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // What ZeRO-3 holds gathered while block l runs (forward or backward), with what it
   // prefetches of the block that follows (`next` bytes).
   const auto deepspeed_working_set = [&](std::size_t l, bool backward, std::uint64_t next) {
-    const std::uint64_t own = backward && config.grad_ckpt ? block_params[l] : largest_module[l];
+    const std::uint64_t own = backward && checkpointed ? block_params[l] : largest_module[l];
     return own + std::min(prefetch_limit, next);
   };
   const std::uint64_t bucket_bytes =
@@ -1880,7 +1941,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // (and autocast's weight copies).
   const auto saved_bytes = [&](const block_memory& b) {
     if (!b.graph) return std::vector<std::uint64_t>{};
-    if (config.grad_ckpt) return std::vector<std::uint64_t>{b.residual};
+    if (checkpointed) {
+      std::vector<std::uint64_t> out_bytes{b.residual};
+      out_bytes.insert(out_bytes.end(), b.op_cache.begin(), b.op_cache.end());
+      return out_bytes;
+    }
     std::vector<std::uint64_t> out_bytes = b.weight_copies;
     out_bytes.insert(out_bytes.end(), b.saved.begin(), b.saved.end());
     return out_bytes;
@@ -1955,6 +2020,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     const bool last_micro = pass % micro_steps == micro_steps - 1;
     tl.phase("forward");
     std::vector<std::vector<int>> saved(blocks.size());
+    std::vector<std::vector<int>> cached(blocks.size());  // block_memory::op_cache
     std::vector<bool> offloaded(blocks.size(), false);
     std::vector<int> copies;
     // ZeRO-3 / FSDP: the root (embeddings, final norm, LM head) stays gathered for the step;
@@ -1993,8 +2059,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     std::vector<int> encoder_end;
     int memory = -1;
     const bool memory_kept =
-        config.grad_ckpt || std::any_of(blocks.begin(), blocks.end(),
-                                        [](const block_memory& b) { return b.keeps_memory; });
+        checkpointed || std::any_of(blocks.begin(), blocks.end(),
+                                    [](const block_memory& b) { return b.keeps_memory; });
     const std::uint64_t memory_bytes = norm_output_bytes(ctx, ctx.r) * ctx.tokens * h;
     // A position bias (or its gradient) over q_len queries and k_len keys, [B, heads, q, k].
     const auto bias_bytes = [&](std::uint64_t q_len, std::uint64_t k_len) {
@@ -2006,7 +2072,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         encoder_end.push_back(tl.allocate(ctx.tokens * h, cat::activations));
       memory = tl.allocate(memory_bytes, cat::activations);
       tl.free(residual);
-      if (!config.grad_ckpt) {
+      if (!checkpointed) {
         for (int id : encoder_bias) tl.free(id);
         encoder_bias.clear();
       }
@@ -2031,7 +2097,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       int bool_mask = -1;
       if (stage_masked) {
         const std::uint64_t bytes = config.micro_batch * ctx.seq * ctx.seq;
-        if (config.grad_ckpt)
+        if (checkpointed)
           (stepped_back ? saved[stage.first] : waiting)
               .push_back(tl.allocate(bytes, cat::activations));
         else
@@ -2054,7 +2120,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         } else if (params_sharded && l + 1 < stage.last) {
           gathered[l + 1] = tl.allocate(block_params[l + 1], cat::gathered_params);
         }
-        if (config.grad_ckpt) {
+        if (checkpointed) {
           // Non-reentrant checkpointing keeps only the block input; autocast still caches the
           // weight copies until it exits.
           if (b.graph && !(inputs_to_host && l + 1 < stage.last))
@@ -2063,6 +2129,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
             copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
           std::vector<int> live;
           for (auto bytes : b.saved) live.push_back(tl.allocate(bytes, cat::activations));
+          for (auto bytes : b.op_cache)
+            (stepped_back ? cached[l] : keep).push_back(tl.allocate(bytes, cat::activations));
           for (int id : live) tl.free(id);
         } else {
           for (auto bytes : b.weight_copies)
@@ -2081,13 +2149,16 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         const int next = tl.allocate(b.residual, cat::activations);
         tl.free(residual);
         residual = next;
-        if (dp != data_parallel::fsdp_shard_grad_op) {
+        // torchtitan leaves its last block gathered after the forward, whose backward comes next
+        // (parallelize.py apply_fsdp: reshard_after_forward for all blocks but the last).
+        const bool kept_gathered = torchtitan && l + 1 == spec.layers.size();
+        if (dp != data_parallel::fsdp_shard_grad_op && !kept_gathered) {
           tl.free(gathered[l]);
           gathered[l] = -1;
         }
       }
       tl.free(bool_mask);
-      if (!config.grad_ckpt) {
+      if (!checkpointed) {
         for (int id : decoder_bias) tl.free(id);
         decoder_bias.clear();
       }
@@ -2095,7 +2166,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         tl.free(residual);  // sent to the next stage
         residual = -1;
       }
-      if (config.grad_ckpt && !stepped_back) {
+      if (checkpointed && !stepped_back) {
         // Each micro-batch's forward exits its own autocast region, which clears the cache.
         for (int id : copies) tl.free(id);
         copies.clear();
@@ -2223,7 +2294,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       }
     }
     tl.free(residual);
-    if (config.grad_ckpt) {
+    if (checkpointed) {
       for (int id : copies) tl.free(id);  // autocast's cache is cleared when it exits
     }
     if (!memory_kept) {
@@ -2309,16 +2380,25 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       const bool keep_shard =
           dp != data_parallel::gemini && (first_micro || no_sync) && !grads_to_host;
       std::vector<int> full;
+      std::uint64_t unsharded = 0;
       for (const auto& p : params) {
         if (p.layer != layer) continue;
         if (kept.empty()) {
           full.push_back(
               tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
+          unsharded += p.numel;
         }
         if (keep_shard) {
           grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
         }
       }
+      // torchtitan's FSDP2 copies a unit's gradients into one flat reduce-scatter input in its
+      // reduce dtype, fp32 under mixed precision (MixedPrecisionPolicy reduce_dtype: its
+      // mixed_precision_reduce "float32"; torch/distributed/fsdp/_fully_shard/
+      // _fsdp_collectives.py foreach_reduce), before the gradients go.
+      if (torchtitan && params_sharded && unsharded > 0)
+        tl.free(
+            tl.allocate((ctx.amp ? 4 : gathered_bytes) * unsharded, cat::communication_buffers));
       for (int id : full) tl.free(id);
       for (int id : kept) tl.free(id);  // reduce-scattered at last
       kept.clear();
@@ -2408,8 +2488,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       if (offloaded[l]) {  // brought back before the block's backward
         for (auto bytes : saved_bytes(b)) saved[l].push_back(tl.allocate(bytes, cat::activations));
       }
+      // The recomputation takes the per-op checkpoint's outputs over as what it would have made.
+      for (int id : cached[l]) tl.free(id);
+      cached[l].clear();
       std::vector<int> recomputed;
-      if (config.grad_ckpt && b.graph) {
+      if (checkpointed && b.graph) {
         for (auto bytes : b.weight_copies)
           recomputed.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
         for (auto bytes : b.saved) recomputed.push_back(tl.allocate(bytes, cat::activations));

@@ -377,6 +377,7 @@ std::string training_config_for(const json& p, training_config& config,
   if (framework == "litgpt") config.framework = framework_profile::litgpt;
   if (framework == "torchtune") config.framework = framework_profile::torchtune;
   if (framework == "unsloth") config.framework = framework_profile::unsloth;
+  if (framework == "torchtitan") config.framework = framework_profile::torchtitan;
   if (framework == "lightning") {
     // Lightning has no loss of its own: the LightningModule's training_step takes it.
     config.loss = loss_kind::plain_cross_entropy;
@@ -507,12 +508,15 @@ std::string training_config_for(const json& p, training_config& config,
   }
   const json& ckpt = w.value("grad_ckpt", json());
   // "selective": the format's per-op or every-n-th-block recomputation, read as Megatron-LM's
-  // selective recomputation (the attention core), which keeps everything else.
+  // selective recomputation (the attention core), which keeps everything else, or under
+  // torchtitan as its per-op policy (its Llama configs' selective_ac_option "op").
   if (ckpt.is_string() && ckpt.get<std::string>() != "selective")
     return "grad_ckpt must be true, false, \"selective\" or null";
   config.selective_recompute = ckpt.is_string();
   if (config.selective_recompute)
-    defaults_note += "; selective checkpointing read as recomputing the attention core only";
+    defaults_note += framework == "torchtitan"
+                         ? "; selective checkpointing read as torchtitan's per-op policy"
+                         : "; selective checkpointing read as recomputing the attention core only";
   // Unstated: the framework's default — torchtune's recipe configs enable activation
   // checkpointing (enable_activation_checkpointing: True), plain loops do not.
   config.grad_ckpt =

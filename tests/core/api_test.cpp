@@ -300,6 +300,25 @@ TEST_CASE("the loss and the loop's outputs are choices of transformers runs") {
               "request.invalid_value", "workload.keep_outputs");
 }
 
+TEST_CASE("framework torchtitan: its per-op selective checkpoint from grad_ckpt \"selective\"") {
+  const auto run = [](const json& ckpt) {
+    // Enough tokens that the activations, not the optimizer step, make the peak.
+    return estimate_llama_1b(
+        {{"micro_batch", 4}, {"seq_len", 4096}, {"framework", "torchtitan"}, {"grad_ckpt", ckpt}});
+  };
+  const json none = run(false);
+  const json op = run("selective");
+  const json full = run(true);
+  REQUIRE(none.at("ok") == true);
+  REQUIRE(op.at("ok") == true);
+  REQUIRE(full.at("ok") == true);
+  CHECK(full.at("result").at("peak_bytes") < op.at("result").at("peak_bytes"));
+  CHECK(op.at("result").at("peak_bytes") < none.at("result").at("peak_bytes"));
+  check_error(
+      estimate_llama_1b({{"micro_batch", 1}, {"framework", "torchtitan"}, {"finetune", "lora"}}),
+      "request.invalid_value", "workload.finetune");
+}
+
 TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
   // 10,000 levels would overflow the stack when the request's values are copied.
   const std::string deep = std::string(10000, '[') + std::string(10000, ']');

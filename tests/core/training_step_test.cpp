@@ -1772,6 +1772,76 @@ TEST_CASE("the unsloth profile refuses Gemma 2's post-norm blocks, soft-capped o
   CHECK(estimate_training_step(gemma.value(), c, gpu_spec{}).ok());
 }
 
+// Full training of tiny_llama under torchtitan: FSDP2 over 2 GPUs in bf16 mixed precision.
+training_config torchtitan_run() {
+  training_config config;
+  config.framework = framework_profile::torchtitan;
+  config.micro_batch = 2;
+  config.seq_len = 64;
+  config.sharding = data_parallel::fsdp_full_shard;
+  config.dp_degree = 2;
+  return config;
+}
+
+TEST_CASE(
+    "torchtitan's per-op selective checkpoint keeps the input and every other matmul's output") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config = torchtitan_run();
+  config.selective_recompute = true;
+  auto sac = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(sac.ok());
+  // A block, 128 tokens in bf16: its input (256 features); the outputs of the 1st, 3rd, 5th and
+  // 7th matmuls — q (256), v (256: four KV heads of 64), gate (512) and down (256); SDPA's
+  // output (256) and fp32 log-sum-exp (2 sequences x 4 heads x 64 positions).
+  const std::uint64_t block =
+      2 * 128 * 256 + 2 * 128 * (256 + 256 + 512 + 256) + 2 * 128 * 256 + 4 * 2 * 4 * 64;
+  CHECK(sac.value().saved_activation_bytes == 2 * block);
+  // More than full checkpointing keeps, less than no checkpointing.
+  config.selective_recompute = false;
+  config.grad_ckpt = true;
+  auto full = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.grad_ckpt = false;
+  auto none = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(full.ok());
+  REQUIRE(none.ok());
+  CHECK(full.value().saved_activation_bytes == 2 * 2 * 128 * 256);
+  CHECK(none.value().saved_activation_bytes > 2 * block);
+}
+
+TEST_CASE("the torchtitan profile refuses what torchtitan does not run") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  const auto field = [&](const model_spec& model, const training_config& config) {
+    auto e = estimate_training_step(model, config, gpu_spec{});
+    return e.ok() ? std::string("ok") : e.failure().field;
+  };
+  CHECK(field(spec.value(), torchtitan_run()) == "ok");
+  training_config lora = torchtitan_run();
+  lora.finetune = finetune_kind::lora;
+  lora.lora_targets = {"q_proj"};
+  CHECK(field(spec.value(), lora) == "workload.finetune");
+  training_config zero = torchtitan_run();
+  zero.sharding = data_parallel::zero3;
+  CHECK(field(spec.value(), zero) == "parallel.method");
+  training_config eager = torchtitan_run();
+  eager.attention = attention_kernel::eager;
+  CHECK(field(spec.value(), eager) == "workload.attention");
+  auto gpt2 = parse_model_config(test::read_presets().at("gpt2").at("config"), {}, "c");
+  REQUIRE(gpt2.ok());
+  CHECK(field(gpt2.value(), torchtitan_run()) == "model");
+  auto windowed = parse_model_config({{"model_type", "mistral"},
+                                      {"hidden_size", 256},
+                                      {"intermediate_size", 512},
+                                      {"num_hidden_layers", 2},
+                                      {"num_attention_heads", 4},
+                                      {"vocab_size", 1000},
+                                      {"sliding_window", 32}},
+                                     {}, "c");
+  REQUIRE(windowed.ok());
+  CHECK(field(windowed.value(), torchtitan_run()) == "model");
+}
+
 TEST_CASE("the allocator's limit leaves out the request's CUDA context, an explicit 0 too") {
   const auto spec = llama_1b();
   REQUIRE(spec.ok());

@@ -554,5 +554,17 @@ class MeasuredGaFileTest(MeasuredFileTest):
                                 for a in p["assumptions"]), p["id"])
 
 
+class PublicTableFileTest(unittest.TestCase):
+    def test_torchtitan_file_is_what_its_script_writes(self):
+        script = os.path.join(ROOT, "tools", "public", "torchtitan_performance_table.py")
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "t.json")
+            subprocess.run([sys.executable, script, out], capture_output=True, text=True,
+                           check=True)
+            with open(out) as f, open(os.path.join(ROOT, "validation",
+                                                   "public_torchtitan.json")) as g:
+                self.assertEqual(f.read(), g.read())
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -90,8 +90,9 @@ std::optional<context_parallel_kind> context_parallel_kind_named(const std::stri
 const char* context_parallel_kind_name(context_parallel_kind kind);
 
 // Whose training code runs the step, where it differs in what it keeps (docs/methodology.md):
-// transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune.
-enum class framework_profile { transformers, litgpt, torchtune, unsloth };
+// transformers + PEFT in a plain loop, HF Trainer or accelerate (the default); litgpt; torchtune;
+// unsloth; torchtitan (PyTorch's pre-training trainer: its own Llama, FSDP2).
+enum class framework_profile { transformers, litgpt, torchtune, unsloth, torchtitan };
 
 // Where a kind of training state lives: on the GPU, in host RAM, or on NVMe (staged through
 // pinned host buffers).
@@ -159,7 +160,9 @@ struct training_config {
   // Selective activation recomputation (Korthikanti et al. 2022; Megatron-LM
   // --recompute-granularity selective): the attention core's tensors as large as the scores are
   // recomputed in backward, the rest kept. Changes nothing for fused attention kernels, which
-  // keep no scores.
+  // keep no scores. Under torchtitan: its per-op policy (selective_ac_option "op"), which
+  // checkpoints every block and keeps only the outputs of its attention kernel and of every
+  // other matmul.
   bool selective_recompute = false;
   // Micro-batches per optimizer step (gradient accumulation); gradients of the earlier ones
   // stay alive through the next forward.
