@@ -105,6 +105,23 @@ test('the training loop choice reaches the request, and hides for frameworks wit
   await page.close();
 });
 
+test('torchtitan with its per-op selective checkpoint reaches the request', async () => {
+  const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm&method=fsdp_full_shard&gpus=8&ft=full&mb=2&seq=8192');
+  const full = await shownPeak(page);
+  await page.selectOption('#gm-fw', 'torchtitan');
+  await page.selectOption('#gm-ckpt', 'selective');
+  const state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(state.fw, 'torchtitan');
+  assert.equal(state.ckpt, 'selective');
+  assert.equal(requestFor(state, state.model).workload.grad_ckpt, 'selective');
+  const expected = facadePeak(state);
+  await page.waitForFunction((peak) => Number(document.querySelector('[data-testid=verdict]')
+    .getAttribute('data-peak-bytes')) === peak, expected);
+  assert.ok(expected > full);  // the kept matmul outputs beside every block's input
+  await page.waitForSelector('[data-field=loop]', { state: 'hidden' });
+  await page.close();
+});
+
 test('a candidate row can be picked with the keyboard', async () => {
   const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=a100-sxm4-80gb&gpus=4');
   const rows = await page.locator('[data-candidate]').count();

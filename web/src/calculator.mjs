@@ -18,7 +18,11 @@ const LABELS = {
   precision: { amp_bf16: 'AMP bf16', amp_fp16: 'AMP fp16', pure_bf16: 'bf16 (pure)', pure_fp16: 'fp16 (pure)', fp32: 'fp32' },
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD + momentum' },
   attn: { sdpa: 'SDPA', eager: 'Eager', flash: 'FlashAttention' },
-  fw: { transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)', vllm: 'vLLM', llama_cpp: 'llama.cpp' },
+  ckpt: { 0: 'Off', 1: 'Every block', selective: 'Selective (attention core; torchtitan: per op)' },
+  fw: {
+    transformers: 'transformers / PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)',
+    torchtitan: 'torchtitan (full)', vllm: 'vLLM', llama_cpp: 'llama.cpp',
+  },
   loop: {
     trainer: 'HF Trainer / TRL', outputs: 'Loop keeping outputs (accelerate, PEFT)',
     own_loss: 'Own cross-entropy (Lightning)', own_loss_kept: 'Own cross-entropy, logits kept',
@@ -87,7 +91,7 @@ function formHtml(compact) {
       ${field('new', 'New tokens', text('new', 'type="number" min="1" step="1"'))}
       ${field('kv', 'KV cache', select('kv', 'gm-kv'))}
       ${field('kvdtype', 'KV cache dtype', select('kvdtype', 'gm-kvdtype'))}
-      ${field('ckpt', 'Gradient checkpointing', '<input type="checkbox" id="gm-ckpt" data-key="ckpt">')}
+      ${field('ckpt', 'Gradient checkpointing', select('ckpt', 'gm-ckpt'))}
       ${field('attn', 'Attention', select('attn', 'gm-attn'))}
       ${field('fw', 'Framework', select('fw', 'gm-fw'))}
       ${field('loop', 'Training loop', select('loop', 'gm-loop'))}
@@ -195,8 +199,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
   const writeForm = () => {
     for (const el of controls()) {
       const key = el.dataset.key;
-      if (el.type === 'checkbox') el.checked = state[key] === '1';
-      else if (el.value !== state[key]) el.value = state[key];
+      if (el.value !== state[key]) el.value = state[key];
     }
     if ($('#gm-model').value !== state.model && models.length) {
       fillModels($('#gm-model'), models);
@@ -216,7 +219,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       if (llmem && DETAILED_ONLY.includes(key)) hidden = true;
       if ((key === 'r' || key === 'targets') && (state.ft === 'full' || state.ft === 'ia3')) hidden = true;
       if (key === 'mode' && inference) hidden = true;
-      // litgpt, torchtune and unsloth run their own loops and chunked losses.
+      // litgpt, torchtune, unsloth and torchtitan run their own loops and losses.
       if (key === 'loop' && state.fw !== 'transformers') hidden = true;
       // The decoder's length, for a pasted encoder-decoder (T5) only.
       if (key === 'tgt' && !isEncoderDecoder(pasted)) hidden = true;
@@ -339,7 +342,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
     }
     const key = el.dataset?.key;
     if (!key) return;
-    state[key] = el.type === 'checkbox' ? (el.checked ? '1' : '0') : el.value;
+    state[key] = el.value;
     if (key === 'model') pasted = null;
     if (['phase', 'mode', 'method', 'gpus', 'nodes', 'model'].includes(key)) selected = -1;
     changed();

@@ -28,9 +28,10 @@ export const FIELDS = {
   mb: { default: '1' },
   seq: { default: '1024' },
   tgt: { default: '' },  // an encoder-decoder's decoder tokens ('' = as many as seq)
-  ckpt: { default: '1', choices: ['0', '1'] },
+  // Gradient checkpointing: none, every block, or selective (workload.grad_ckpt "selective").
+  ckpt: { default: '1', choices: ['0', '1', 'selective'] },
   attn: { default: 'sdpa', choices: ['sdpa', 'eager', 'flash'] },
-  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'vllm', 'llama_cpp'] },
+  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan', 'vllm', 'llama_cpp'] },
   // How a transformers training loop takes its loss and holds the outputs (workload.loss,
   // workload.keep_outputs): the HF Trainer's way, a loop keeping `outputs`, the script's own
   // cross-entropy in a LightningModule or in a loop keeping the logits.
@@ -125,8 +126,9 @@ function trainingWorkload(state, plan, model) {
   w.compute = state.precision;
   w.optimizer = state.opt;
   w.attention = state.attn;
-  w.framework = ['transformers', 'litgpt', 'torchtune', 'unsloth'].includes(state.fw) ? state.fw : 'transformers';
+  w.framework = ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan'].includes(state.fw) ? state.fw : 'transformers';
   if (state.ckpt === '1') w.grad_ckpt = true;
+  if (state.ckpt === 'selective') w.grad_ckpt = 'selective';
   if (w.framework === 'transformers') {
     if (state.loop.startsWith('own_loss')) w.loss = 'plain_cross_entropy';
     if (state.loop === 'outputs' || state.loop === 'own_loss_kept') w.keep_outputs = true;
@@ -192,7 +194,8 @@ export function cliFor(request) {
   for (const [field, flag] of flags) {
     if (w[field] !== undefined) args.push(`--${flag}`, String(w[field]));
   }
-  if (w.grad_ckpt) args.push('--grad-ckpt');
+  if (w.grad_ckpt === true) args.push('--grad-ckpt');
+  if (w.grad_ckpt === 'selective') args.push('--selective-recompute');
   if (w.keep_outputs) args.push('--keep-outputs');
   if (w.lora) args.push('--lora-r', String(w.lora.r));
   if (w.lora && w.lora.targets) args.push('--lora-targets', w.lora.targets.join(','));
