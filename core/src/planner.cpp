@@ -440,7 +440,9 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   // ring cannot split evenly are left out, and so are litgpt, torchtune and unsloth, which have
   // no context parallelism.
   const bool fitted = choose_fastest(plan);
-  if (workload.framework == framework_profile::transformers &&
+  const bool ring_attention = workload.framework == framework_profile::transformers ||
+                              workload.framework == framework_profile::torchtitan;
+  if (ring_attention &&
       (!fitted || sequences_per_gpu(plan.candidates[static_cast<std::size_t>(plan.choice)]) <= 1)) {
     static const method fsdp_cp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                                 parallel_method::adp};

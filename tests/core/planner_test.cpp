@@ -331,6 +331,17 @@ TEST_CASE("detailed plans split sequences that fit one at a time at best over co
   request["workload"]["seq_len"] = 1024;
   const json short_plan = test::call(request);
   for (const auto& c : short_plan.at("result").at("candidates")) CHECK(c.at("cp") == 1);
+  // torchtitan splits sequences over context ranks too (its ring attention); ZeRO is not its.
+  request["workload"] = {
+      {"seq_len", 65536}, {"grad_ckpt", true}, {"finetune", "full"}, {"framework", "torchtitan"}};
+  const json titan = test::call(request);
+  REQUIRE(titan.at("ok") == true);
+  bool split = false;
+  for (const auto& c : titan.at("result").at("candidates")) {
+    split = split || (c.at("cp") != 1 && c.at("fits") == true);
+    if (c.at("method") == "zero3") CHECK(c.at("fits") == false);
+  }
+  CHECK(split);
 }
 
 }  // namespace
