@@ -2617,9 +2617,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         for (int id : temps) tl.free(id);
       }
     }
-    const adamw_implementation impl = config.adamw_impl.value_or(
-        config.framework == framework_profile::torchtune ? adamw_implementation::fused
-                                                         : adamw_implementation::foreach);
+    // torchtune's recipes fuse; so does torchtitan since 2025 (optimizer.implementation
+    // "fused"; its December 2024 code ran foreach, optimizer.fused false).
+    const adamw_implementation impl =
+        config.adamw_impl.value_or(config.framework == framework_profile::torchtune || torchtitan
+                                       ? adamw_implementation::fused
+                                       : adamw_implementation::foreach);
     if (config.optimizer == optimizer_kind::adamw && !in_place_adam &&
         impl != adamw_implementation::fused) {
       // (The fused kernel, which torchtune's recipes use, has no such temporaries, nor do the

@@ -545,6 +545,7 @@ std::string training_config_for(const json& p, training_config& config,
   // gpumem's own points name a non-default AdamW implementation the same way.
   const auto impl = measure_option(p, "optimizer_impl");
   if (impl == "fused") config.adamw_impl = adamw_implementation::fused;
+  if (impl == "foreach") config.adamw_impl = adamw_implementation::foreach;
   if (impl == "for_loop") config.adamw_impl = adamw_implementation::for_loop;
   // Unstated under litgpt: its fine-tuning scripts accumulate micro-batches up to their default
   // global batch of 128 samples (finetune/*.py TrainArgs(global_batch_size=128); lit-gpt's

@@ -1809,6 +1809,26 @@ TEST_CASE(
   CHECK(none.value().saved_activation_bytes > 2 * block);
 }
 
+TEST_CASE("torchtitan steps with the fused AdamW by default, its 2025 optimizer.implementation") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config config = torchtitan_run();
+  config.sharding = data_parallel::none;
+  config.dp_degree = 1;
+  config.micro_batch = 1;
+  config.seq_len = 8;  // a step whose peak is the optimizer's
+  auto by_default = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.adamw_impl = adamw_implementation::fused;
+  auto fused = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.adamw_impl = adamw_implementation::foreach;
+  auto foreach = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(by_default.ok());
+  REQUIRE(fused.ok());
+  REQUIRE(foreach.ok());
+  CHECK(by_default.value().peak.allocated == fused.value().peak.allocated);
+  CHECK(foreach.value().peak.allocated > fused.value().peak.allocated);
+}
+
 TEST_CASE("the torchtitan profile refuses what torchtitan does not run") {
   const auto spec = tiny_llama();
   REQUIRE(spec.ok());

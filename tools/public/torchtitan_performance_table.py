@@ -29,8 +29,10 @@ ASSUMPTIONS = [
     "selective_ac_option \"op\"",
     "weights fp32, compute amp_bf16: FSDP2 MixedPrecisionPolicy(param_dtype bf16, reduce_dtype "
     "fp32: training.mixed_precision_param/reduce defaults), fp32 sharded parameters",
-    "optimizer adamw, optimizer_state fp32: torch.optim.AdamW (foreach; optimizer.fused default "
-    "false at that commit)",
+    "optimizer adamw, optimizer_state fp32: torch.optim.AdamW, foreach (optimizer.fused default "
+    "false at that commit; torchtitan fuses by default since 2025), stated below in gpumem's own "
+    "way",
+    "measure option: optimizer_impl=foreach",
     "attention sdpa: torchtitan's Llama calls F.scaled_dot_product_attention(is_causal=True), "
     "which takes flash attention in bf16",
     "metric reserved: torchtitan logs memory as torch.cuda max_memory_reserved in GiB "
