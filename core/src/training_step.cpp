@@ -827,13 +827,13 @@ block_memory block(const step_context& ctx, int layer_index) {
   // torchtitan's per-op selective checkpointing (torchtitan/models/llama3/parallelize.py
   // _apply_ac_to_transformer_block, selective_ac_option "op"): the block is checkpointed, but its
   // forward keeps the outputs of the ops in _save_list — the attention kernel's (output and
-  // log-sum-exp) and aten.mm's, except every second matmul of the block (the policy counts them:
-  // in a Llama block the q, v, gate and down projections are kept, k, o and up recomputed).
+  // log-sum-exp) and aten.mm's, except every second matmul of the block. Its Llama runs wq, wk,
+  // wv, wo, w1 (gate), w3 (up), w2 (down), whatever a checkpoint fuses: the q, v, gate and down
+  // projections' outputs are kept, in the order they are made; k, o and up are recomputed.
   if (ctx.config.framework == framework_profile::torchtitan && ctx.config.selective_recompute) {
-    for (std::size_t n = 0; n < linears.size(); n += 2)
-      m.op_cache.push_back(c * t * local_out(*linears[n], ctx.tp));
-    m.op_cache.push_back(c * t * values);
-    m.op_cache.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
+    m.op_cache = {c * t * q,      c * t * kv,
+                  c * t * values, 4 * ctx.config.micro_batch * heads * ctx.seq,
+                  c * t * i,      c * t * h};
   }
   if (ctx.config.finetune == finetune_kind::llama_adapter_v1 &&
       static_cast<std::uint64_t>(layer_index) < ctx.config.adapter_start_layer) {
@@ -1844,15 +1844,15 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     }
   }
 
+  // torchtitan's per-op selective checkpointing checkpoints every block (block_memory::op_cache).
+  const bool torchtitan = config.framework == framework_profile::torchtitan;
+  const bool checkpointed = config.grad_ckpt || (torchtitan && config.selective_recompute);
   // DeepSpeed ZeRO-3 gathers module by module (deepspeed/runtime/zero/
   // partitioned_param_coordinator.py): a module's parameters before it runs plus up to
   // prefetch_bucket_elements ahead of it, released after it ran; parameters of at most
   // persistence_threshold elements stay gathered for good (parameter_offload.py
   // mark_persistent_parameters). A block gathered again for checkpointing's recomputation stays
   // gathered through its backward, which follows within stage3_max_reuse_distance.
-  // torchtitan's per-op selective checkpointing checkpoints every block (block_memory::op_cache).
-  const bool torchtitan = config.framework == framework_profile::torchtitan;
-  const bool checkpointed = config.grad_ckpt || (torchtitan && config.selective_recompute);
   const bool deepspeed3 = dp == data_parallel::zero3;
   std::uint64_t persistent_params = 0;
   std::uint64_t input_root = 0;   // the largest embedding, gathered for the forward's start

@@ -1807,6 +1807,18 @@ TEST_CASE(
   REQUIRE(none.ok());
   CHECK(full.value().saved_activation_bytes == 2 * 2 * 128 * 256);
   CHECK(none.value().saved_activation_bytes > 2 * block);
+  // A checkpoint with fused q/k/v and gate/up (Phi-3) runs as torchtitan's Llama: the same four
+  // projections kept (h 3,072, 32 heads of 96 with 32 KV heads, MLP 8,192; 32 blocks).
+  auto phi3_config = test::read_presets().at("microsoft/Phi-3-mini-4k-instruct").at("config");
+  phi3_config["sliding_window"] = nullptr;  // (torchtitan's Llama attends over every token)
+  auto phi3 = parse_model_config(phi3_config, {}, "c");
+  REQUIRE(phi3.ok());
+  config.selective_recompute = true;
+  auto fused = estimate_training_step(phi3.value(), config, gpu_spec{});
+  REQUIRE(fused.ok());
+  const std::uint64_t phi3_block =
+      2 * 128 * 3072 + 2 * 128 * (3072 + 3072 + 3072 + 8192 + 3072) + 4 * 2 * 32 * 64;
+  CHECK(fused.value().saved_activation_bytes == 32 * phi3_block);
 }
 
 TEST_CASE("torchtitan steps with the fused AdamW by default, its 2025 optimizer.implementation") {
