@@ -2504,6 +2504,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       } else if (params_sharded && gathered[l] < 0) {
         gathered[l] = tl.allocate(block_params[l], cat::gathered_params);
       }
+      // FSDP2 gathers the block stepped back next while this one is ("always follows
+      // backward_prefetch=BACKWARD_PRE": torchtitan docs/fsdp.md).
+      if (torchtitan && params_sharded && l > stage.first && gathered[l - 1] < 0)
+        gathered[l - 1] = tl.allocate(block_params[l - 1], cat::gathered_params);
       const int busy = tl.allocate(b.backward_transient, cat::activations);
       grads_for(static_cast<int>(l));
       if (in_backward) {
