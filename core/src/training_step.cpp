@@ -830,10 +830,16 @@ block_memory block(const step_context& ctx, int layer_index) {
   // log-sum-exp) and aten.mm's, except every second matmul of the block. Its Llama runs wq, wk,
   // wv, wo, w1 (gate), w3 (up), w2 (down), whatever a checkpoint fuses: the q, v, gate and down
   // projections' outputs are kept, in the order they are made; k, o and up are recomputed.
+  // Under sequence parallelism the list's reduce_scatter_tensor keeps the attention's and the
+  // MLP's reduce-scattered outputs too.
   if (ctx.config.framework == framework_profile::torchtitan && ctx.config.selective_recompute) {
-    m.op_cache = {c * t * q,      c * t * kv,
-                  c * t * values, 4 * ctx.config.micro_batch * heads * ctx.seq,
-                  c * t * i,      c * t * h};
+    const bool sp = ctx.config.sequence_parallel;
+    m.op_cache = {c * t * q, c * t * kv, c * t * values,
+                  4 * ctx.config.micro_batch * heads * ctx.seq};
+    if (sp) m.op_cache.push_back(c * th * h);  // o's output reduce-scattered
+    m.op_cache.push_back(c * t * i);
+    m.op_cache.push_back(c * t * h);
+    if (sp) m.op_cache.push_back(c * th * h);  // down's
   }
   if (ctx.config.finetune == finetune_kind::llama_adapter_v1 &&
       static_cast<std::uint64_t>(layer_index) < ctx.config.adapter_start_layer) {

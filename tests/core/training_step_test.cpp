@@ -1819,6 +1819,16 @@ TEST_CASE(
   const std::uint64_t phi3_block =
       2 * 128 * 3072 + 2 * 128 * (3072 + 3072 + 3072 + 8192 + 3072) + 4 * 2 * 32 * 64;
   CHECK(fused.value().saved_activation_bytes == 32 * phi3_block);
+  // Tensor parallelism over 2 with sequence parallelism: each rank's share of q, v, gate and the
+  // attention output, down's whole partial output, and the reduce-scattered outputs of o and down
+  // (64 of the 128 tokens), beside the sequence-split block input.
+  config.tp_degree = 2;
+  config.sequence_parallel = true;
+  auto split = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(split.ok());
+  const std::uint64_t split_block = 2 * 64 * 256 + 2 * 128 * (128 + 128 + 128) + 4 * 2 * 2 * 64 +
+                                    2 * 64 * 256 + 2 * 128 * (256 + 256) + 2 * 64 * 256;
+  CHECK(split.value().saved_activation_bytes == 2 * split_block);
 }
 
 TEST_CASE("torchtitan steps with the fused AdamW by default, its 2025 optimizer.implementation") {
