@@ -252,12 +252,18 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   const std::uint64_t usable = usable_bytes(cluster);
   const std::uint64_t per_node = ranks_per_node(cluster);
   step_time_options speed = options.speed;
-  speed.recompute = workload.grad_ckpt;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
                workload.compute == compute_precision::pure_bf16;
   speed.causal_kernel =
       kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers) !=
       attention_kernel::eager;
+  // Checkpointing recomputes a forward; torchtitan's per-op policy a share of one.
+  const bool per_op =
+      workload.framework == framework_profile::torchtitan && workload.selective_recompute;
+  speed.recompute =
+      workload.grad_ckpt ? 1.0
+      : per_op ? per_op_recompute_share(spec, counts, workload.seq_len, speed.causal_kernel)
+               : 0.0;
   speed.weight_gradients = workload.finetune == finetune_kind::full;
   speed.target_len = workload.target_len;
 

@@ -71,7 +71,7 @@ double forward_flops_per_token(const model_spec& spec, const param_count& counts
 // Bytes each GPU sends per step for tensor parallelism of degree t.
 double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
                              const step_time_options& options) {
-  const double forwards = options.recompute ? 2.0 : 1.0;
+  const double forwards = 1.0 + options.recompute;
   if (!options.all_reduce_every_linear) {
     // Megatron-LM: one all-reduce after attention and one after the MLP in forward, the same in
     // backward (Shoeybi et al. 2019, Fig. 4).
@@ -93,6 +93,18 @@ double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
 
 }  // namespace
 
+double per_op_recompute_share(const model_spec& spec, const param_count& counts,
+                              std::uint64_t seq_len, bool causal_kernel) {
+  const double h = static_cast<double>(spec.hidden_size);
+  const double q = static_cast<double>(spec.num_heads * spec.head_dim);
+  const double kv = static_cast<double>(spec.num_kv_heads * spec.head_dim);
+  const double i = static_cast<double>(spec.intermediate_size);
+  const double recomputed =
+      2.0 * static_cast<double>(spec.layers.size()) * (h * kv + q * h + h * i);
+  const double forward = forward_flops_per_token(spec, counts, seq_len, causal_kernel, 0);
+  return forward > 0 ? std::min(1.0, recomputed / forward) : 0.0;
+}
+
 step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                              const cluster_spec& cluster, const parallel_config& parallel,
                              std::uint64_t micro_batch, std::uint64_t seq_len,
@@ -110,8 +122,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   const double forward =
       forward_flops_per_token(spec, counts, seq_len, options.causal_kernel, options.target_len);
   // Forward, backward (input and weight gradients: 2 forwards' worth), recomputation.
-  const double passes =
-      1.0 + (options.weight_gradients ? 2.0 : 1.0) + (options.recompute ? 1.0 : 0.0);
+  const double passes = 1.0 + (options.weight_gradients ? 2.0 : 1.0) + options.recompute;
   out.flops_per_token = passes * forward;
   // Context parallelism gives each rank seq_len / cp tokens of every sequence; each still attends
   // over the whole sequence (load-balanced causal chunks: equal work per rank).
@@ -146,7 +157,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   double ring_s = 0;
   double ring_exposed = 0;
   if (cp > 1) {
-    const double forwards = options.recompute ? 2.0 : 1.0;
+    const double forwards = 1.0 + options.recompute;
     const double kv_chunk =
         tokens * 2.0 * static_cast<double>(spec.num_kv_heads * (spec.head_dim + spec.v_head_dim)) /
         t;
@@ -161,8 +172,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   double hidden_dp = 0;
   if (method == parallel_method::cdp) {
     // DDP buckets all-reduce gradients while backward continues (Li et al. 2020, PyTorch DDP).
-    hidden_dp =
-        std::min(dp_s, out.compute_s * (passes - 1.0 - (options.recompute ? 1.0 : 0.0)) / passes);
+    hidden_dp = std::min(dp_s, out.compute_s * (passes - 1.0 - options.recompute) / passes);
   } else {
     hidden_dp = std::min(dp_s, out.compute_s);  // prefetched gathers overlap compute
   }

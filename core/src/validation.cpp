@@ -218,10 +218,16 @@ step_time_report validate_step_time(const json& points) {
     const std::uint64_t tp = count_or_one(parallel, "tp");
     step_time_options options;
     options.all_reduce_every_linear = false;  // Megatron-style TP in these frameworks
-    options.recompute =
-        workload.value("grad_ckpt", json()).is_boolean() && workload.at("grad_ckpt").get<bool>();
     const json& attention = workload.value("attention", json());
     options.causal_kernel = attention.is_string() && attention.get<std::string>() != "eager";
+    const json& ckpt = workload.value("grad_ckpt", json());
+    const bool per_op = std::string(text_or(workload, "framework", "")) == "torchtitan" &&
+                        ckpt == json("selective");
+    options.recompute =
+        ckpt == true ? 1.0
+        : per_op ? per_op_recompute_share(spec.value(), counts.value(), seq.get<std::uint64_t>(),
+                                          options.causal_kernel)
+                 : 0.0;
     const std::string compute = text_or(workload, "compute", "");
     options.bf16 = compute.find("bf16") != std::string::npos;
     if (method == "single") config_parallel = {parallel_method::single, 1, false};
@@ -250,7 +256,8 @@ step_time_report validate_step_time(const json& points) {
       continue;
     }
     out.relative_error = (out.estimated - out.measured) / out.measured;
-    out.note = "read as " + method + " on " + gpu_id + (options.recompute ? ", recomputing" : "");
+    out.note =
+        "read as " + method + " on " + gpu_id + (options.recompute > 0 ? ", recomputing" : "");
     by_method[out.method].push_back(std::fabs(out.relative_error));
     all.push_back(std::fabs(out.relative_error));
     report.points.push_back(out);

@@ -45,7 +45,7 @@ TEST_CASE("step time of an encoder-decoder: each stack over its own tokens, by h
   t.cluster.gpu.fp16_dense_flops = 1e12;
   t.cluster.gpus = 1;
   step_time_options options;
-  options.recompute = false;
+  options.recompute = 0.0;
   options.target_len = 4;
   // 8 encoder tokens: 2 x (q, k, v, o, wi, wo: 32768) each, attention 2 x 8 x 4 x 32 each; 4
   // decoder tokens: 2 x (self, cross, MLP: 49152) and the head's 6400 each, attention 2 x 4 x
@@ -111,10 +111,18 @@ TEST_CASE("step time of a tiny model, by hand") {
     CHECK(s.tokens_per_s == doctest::Approx(2 * 128.0 / s.step_s));
   }
   SUBCASE("no recomputation: three forwards' worth") {
-    options.recompute = false;
+    options.recompute = 0.0;
     auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
                                 128, options);
     CHECK(s.flops_per_token == doctest::Approx(3.0 * 226432));
+  }
+  SUBCASE("torchtitan's per-op checkpoint recomputes k, o and up") {
+    // 2 layers x 2 x 64 x (32 + 64 + 128) FLOPs a token of the 226432 a forward.
+    options.recompute = per_op_recompute_share(t.spec, t.counts, 128, false);
+    CHECK(options.recompute == doctest::Approx(57344.0 / 226432));
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.flops_per_token == doctest::Approx(3.0 * 226432 + 57344));
   }
 }
 

@@ -26,7 +26,9 @@ inline constexpr double default_mfu = 0.45;
 
 struct step_time_options {
   double mfu = default_mfu;
-  bool recompute = true;  // gradient checkpointing (LLMem: always on)
+  // Forwards' worth recomputed in backward: 1 under gradient checkpointing (LLMem: always on), 0
+  // without, a share of one under a selective policy (per_op_recompute_share).
+  double recompute = 1.0;
   // Backward computes weight gradients as well as input gradients (a second forward's worth);
   // frozen weights (LoRA, QLoRA) need only the input gradients.
   bool weight_gradients = true;
@@ -52,6 +54,12 @@ struct step_time {
   double tokens_per_s = 0;  // whole job
   double tokens_per_s_per_gpu = 0;
 };
+
+// The share of a forward that torchtitan's per-op selective checkpointing recomputes: the matmuls
+// its policy does not keep, k, o and up of every block (training_step.cpp, block_memory::
+// op_cache), out of forward_flops_per_token (the attention kernel's output is kept).
+double per_op_recompute_share(const model_spec& spec, const param_count& counts,
+                              std::uint64_t seq_len, bool causal_kernel);
 
 step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                              const cluster_spec& cluster, const parallel_config& parallel,
