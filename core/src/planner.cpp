@@ -432,12 +432,15 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     if (failure) return *failure;
   }
   // DP+TP: ZeRO-3 over groups of 2, 4, ... tensor-parallel GPUs within a node (LLMem's DP+TP;
-  // across nodes only the data-parallel collectives travel). Splits the model does not divide
-  // into are left out.
+  // across nodes only the data-parallel collectives travel), or FSDP under torchtitan (its 2D
+  // parallelism). Splits the model does not divide into are left out.
   static const method zero3_tp{"zero3", data_parallel::zero3, parallel_method::adp};
+  static const method fsdp_tp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
+                              parallel_method::adp};
+  const method& dp_tp = workload.framework == framework_profile::torchtitan ? fsdp_tp : zero3_tp;
   for (std::uint64_t tp = 2; tp < cluster.gpus && tp <= per_node; tp *= 2) {
     if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
-    plan.candidates.push_back(evaluate(zero3_tp, offload_placement{}, tp));
+    plan.candidates.push_back(evaluate(dp_tp, offload_placement{}, tp));
     if (failure) return *failure;
   }
   // Sequences that the fastest candidate fits at most one of per GPU: FSDP with context

@@ -339,17 +339,21 @@ TEST_CASE("detailed plans split sequences that fit one at a time at best over co
   request["workload"]["seq_len"] = 1024;
   const json short_plan = test::call(request);
   for (const auto& c : short_plan.at("result").at("candidates")) CHECK(c.at("cp") == 1);
-  // torchtitan splits sequences over context ranks too (its ring attention); ZeRO is not its.
+  // torchtitan splits sequences over context ranks too (its ring attention) and pairs tensor
+  // parallelism with FSDP (its 2D parallelism); ZeRO is not its.
   request["workload"] = {
       {"seq_len", 65536}, {"grad_ckpt", true}, {"finetune", "full"}, {"framework", "torchtitan"}};
   const json titan = test::call(request);
   REQUIRE(titan.at("ok") == true);
   bool split = false;
+  bool two_d = false;
   for (const auto& c : titan.at("result").at("candidates")) {
     split = split || (c.at("cp") != 1 && c.at("fits") == true);
     if (c.at("method") == "zero3") CHECK(c.at("fits") == false);
+    two_d = two_d || (c.at("tp") != 1 && c.at("method") == "fsdp_full_shard");
   }
   CHECK(split);
+  CHECK(two_d);
 }
 
 }  // namespace
