@@ -257,13 +257,9 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   speed.causal_kernel =
       kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers) !=
       attention_kernel::eager;
-  // Checkpointing recomputes a forward; torchtitan's per-op policy a share of one.
-  const bool per_op =
-      workload.framework == framework_profile::torchtitan && workload.selective_recompute;
-  speed.recompute =
-      workload.grad_ckpt ? 1.0
-      : per_op ? per_op_recompute_share(spec, counts, workload.seq_len, speed.causal_kernel)
-               : 0.0;
+  speed.recompute = recomputed_forwards(
+      spec, counts, workload.seq_len, speed.causal_kernel, workload.grad_ckpt,
+      workload.framework == framework_profile::torchtitan && workload.selective_recompute);
   speed.weight_gradients = workload.finetune == finetune_kind::full;
   speed.target_len = workload.target_len;
 

@@ -105,6 +105,12 @@ double per_op_recompute_share(const model_spec& spec, const param_count& counts,
   return forward > 0 ? std::min(1.0, recomputed / forward) : 0.0;
 }
 
+double recomputed_forwards(const model_spec& spec, const param_count& counts, std::uint64_t seq_len,
+                           bool causal_kernel, bool full_checkpointing, bool per_op_checkpointing) {
+  if (full_checkpointing) return 1.0;
+  return per_op_checkpointing ? per_op_recompute_share(spec, counts, seq_len, causal_kernel) : 0.0;
+}
+
 step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                              const cluster_spec& cluster, const parallel_config& parallel,
                              std::uint64_t micro_batch, std::uint64_t seq_len,

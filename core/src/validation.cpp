@@ -223,11 +223,8 @@ step_time_report validate_step_time(const json& points) {
     const json& ckpt = workload.value("grad_ckpt", json());
     const bool per_op = std::string(text_or(workload, "framework", "")) == "torchtitan" &&
                         ckpt == json("selective");
-    options.recompute =
-        ckpt == true ? 1.0
-        : per_op ? per_op_recompute_share(spec.value(), counts.value(), seq.get<std::uint64_t>(),
-                                          options.causal_kernel)
-                 : 0.0;
+    options.recompute = recomputed_forwards(spec.value(), counts.value(), seq.get<std::uint64_t>(),
+                                            options.causal_kernel, ckpt == true, per_op);
     const std::string compute = text_or(workload, "compute", "");
     options.bf16 = compute.find("bf16") != std::string::npos;
     if (method == "single") config_parallel = {parallel_method::single, 1, false};

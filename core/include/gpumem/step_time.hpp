@@ -61,6 +61,11 @@ struct step_time {
 double per_op_recompute_share(const model_spec& spec, const param_count& counts,
                               std::uint64_t seq_len, bool causal_kernel);
 
+// step_time_options::recompute for a run: a forward under full checkpointing, the per-op share
+// under torchtitan's per-op policy, else none.
+double recomputed_forwards(const model_spec& spec, const param_count& counts, std::uint64_t seq_len,
+                           bool causal_kernel, bool full_checkpointing, bool per_op_checkpointing);
+
 step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                              const cluster_spec& cluster, const parallel_config& parallel,
                              std::uint64_t micro_batch, std::uint64_t seq_len,
