@@ -1,5 +1,6 @@
 #include "request_reader.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "config_reader.hpp"
@@ -535,6 +536,36 @@ result<std::vector<std::string>> read_targets(const json& adapter, config_reader
   return targets.empty() ? fallback : targets;
 }
 
+// PEFT's modules_to_save: embed_tokens (or the model's own name of its token embedding) and
+// lm_head, the modules modelled as trained copies.
+std::optional<error> read_modules_to_save(config_reader& in, const model_spec& model,
+                                          training_config& out) {
+  const auto names = in.text_list("modules_to_save");
+  if (auto problem = in.problem("")) return *problem;
+  const auto names_embedding = [&](const std::string& name) {
+    const std::string suffix = name + ".weight";
+    return std::any_of(model.tensors.begin(), model.tensors.end(), [&](const tensor_spec& t) {
+      return t.role == tensor_role::token_embedding && t.module == module_kind::embedding &&
+             (t.name == suffix || (t.name.size() > suffix.size() &&
+                                   t.name.compare(t.name.size() - suffix.size() - 1,
+                                                  std::string::npos, "." + suffix) == 0));
+    });
+  };
+  for (const auto& name : names) {
+    if (name == "lm_head") {
+      out.save_lm_head = true;
+    } else if (name == "embed_tokens" || names_embedding(name)) {
+      out.save_embeddings = true;
+    } else {
+      return error{"request.invalid_value", "workload.lora.modules_to_save",
+                   "[workload.lora.modules_to_save] trained copies of embed_tokens and lm_head "
+                   "are modelled, got \"" +
+                       name + "\""};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 result<training_config> read_detailed_workload(const json& request, const model_spec& model,
@@ -670,13 +701,16 @@ result<training_config> read_detailed_workload(const json& request, const model_
   if (out.finetune != finetune_kind::full) {
     if (out.finetune == finetune_kind::lora) {
       const json& lora = member(workload, "lora");
-      if (auto e = unknown_keys(lora, "workload.lora", {"r", "alpha", "targets"})) return *e;
+      if (auto e =
+              unknown_keys(lora, "workload.lora", {"r", "alpha", "targets", "modules_to_save"}))
+        return *e;
       config_reader lora_in(lora, "workload.lora", "request");
       out.lora_rank = lora_in.optional({"r"}, 8, 65536);
       auto targets =
           read_targets(lora, lora_in, "workload.lora", peft_default_targets(finetune_kind::lora));
       if (!targets.ok()) return targets.failure();
       out.lora_targets = targets.value();
+      if (auto e = read_modules_to_save(lora_in, model, out)) return *e;
     }
     if (out.finetune == finetune_kind::ia3) {
       const json& ia3 = member(workload, "ia3");

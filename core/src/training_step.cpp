@@ -216,6 +216,24 @@ bool tied_head_target(const model_spec& spec, const training_config& config) {
              config.lora_targets.end();
 }
 
+// The token embedding: the table of vocab_size rows (not BERT's token types).
+bool token_table(const model_spec& spec, const tensor_spec& t) {
+  return t.role == tensor_role::token_embedding && t.module == module_kind::embedding &&
+         t.shape.size() == 2 && t.shape[0] == spec.vocab_size;
+}
+
+// PEFT's LoRA on an nn.Embedding (tuners/lora/layer.py Embedding): a target naming the token
+// embedding, embed_tokens by role or the model's own module name (wte, word_embeddings), trains
+// lora_embedding_A [r, vocab] and lora_embedding_B [dim, r] beside the frozen table.
+bool embedding_lora_target(const model_spec& spec, const training_config& config,
+                           const tensor_spec& t) {
+  if (config.finetune != finetune_kind::lora || !token_table(spec, t)) return false;
+  const std::string module = module_of(t.name);
+  return std::any_of(
+      config.lora_targets.begin(), config.lora_targets.end(),
+      [&](const std::string& target) { return target == "embed_tokens" || target == module; });
+}
+
 // Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors
 // (see linear_input): MatMul8bitLt always, MatMul4Bit when its input needed no cast.
 bool holds_own_input(const step_context& ctx, std::uint64_t input_bytes) {
@@ -1315,6 +1333,58 @@ std::optional<error> check_int8_base(const training_config& config) {
   return std::nullopt;
 }
 
+// PEFT's embedding adapters (LoRA on the token embedding) and modules_to_save copies, as
+// transformers + PEFT train them: other frameworks' LoRA has neither (litgpt and torchtune
+// adapt linears only), PEFT applies no tensor parallelism, and the copies of a sharded model
+// (ZeRO-3, FSDP, Gemini) would be gathered with its root, which is not modelled.
+std::optional<error> check_peft_embedding_modules(const model_spec& spec,
+                                                  const training_config& config) {
+  const bool embedding_lora =
+      std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                  [&](const tensor_spec& t) { return embedding_lora_target(spec, config, t); });
+  const bool copies = config.save_embeddings || config.save_lm_head;
+  if (!embedding_lora && !copies) return std::nullopt;
+  const std::string field =
+      embedding_lora ? "workload.lora.targets" : "workload.lora.modules_to_save";
+  const std::string what =
+      embedding_lora ? "LoRA on the token embedding" : "modules_to_save (trained copies)";
+  if (config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", field,
+                 "[" + field + "] " + what + " is PEFT's: framework transformers"};
+  }
+  if (embedding_lora && config.dora) {
+    return error{"request.invalid_value", field,
+                 "[" + field +
+                     "] DoRA on the token embedding is not modelled; leave "
+                     "embed_tokens out of the targets, or train LoRA"};
+  }
+  if (config.tp_degree > 1) {
+    return error{"request.invalid_value", "parallel.tp",
+                 "[parallel.tp] " + what + " is modelled without tensor parallelism: tp 1"};
+  }
+  if (spec.encoder_decoder) {
+    return error{"request.invalid_value", field,
+                 "[" + field + "] " + what + " of encoder-decoders (T5) is not modelled"};
+  }
+  const auto has = [&](tensor_role role) {
+    return std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                       [role](const tensor_spec& t) { return t.role == role; });
+  };
+  const bool head =
+      has(tensor_role::lm_head) || (spec.tied_embeddings && !has(tensor_role::task_head));
+  if (config.save_lm_head && !head) {
+    return error{"request.invalid_value", "workload.lora.modules_to_save",
+                 "[workload.lora.modules_to_save] " + spec.architecture +
+                     " has no LM head (lm_head) to copy"};
+  }
+  if (copies && shards_parameters(config.sharding)) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] modules_to_save under parameter sharding is not modelled: "
+                 "one GPU, ddp, zero1 or zero2"};
+  }
+  return std::nullopt;
+}
+
 // Architectures modelled only as transformers' modeling code runs them: T5, DeepSeek's latent
 // attention (DeepseekV3Attention) and Llama 4's experts (Llama4TextMoe); other frameworks' own
 // implementations keep other tensors.
@@ -1431,7 +1501,8 @@ std::optional<error> check_adapter_targets(const model_spec& spec, const trainin
     training_config one = config;
     one.lora_targets = {target};
     bool found = target == "all-linear" || tied_head_target(spec, one);
-    for (const auto& t : spec.tensors) found = found || adapter_target(one, t);
+    for (const auto& t : spec.tensors)
+      found = found || adapter_target(one, t) || embedding_lora_target(spec, one, t);
     any = any || found;
     if (!found) unmatched.push_back(target);
   }
@@ -1525,6 +1596,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (auto e = check_unsloth(spec, config)) return *e;
   if (auto e = check_torchtitan(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
+  if (auto e = check_peft_embedding_modules(spec, config)) return *e;
   if (auto e = check_transformers_only(spec, config)) return *e;
   if (auto e = check_encoder_decoder(spec, config)) return *e;
   if (auto e = check_latent_attention(spec, config)) return *e;
@@ -1779,6 +1851,34 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
             {out_features, ctx.adapter_bytes, gradient_block(t.layer), out_features, false});
       }
     }
+  }
+  // LoRA on the token embedding (PEFT lora.Embedding): A [r, vocab] and B [dim, r] in the
+  // adapter dtype, stepped back with the embeddings; PEFT's modules_to_save: a trainable copy of
+  // the embedding or the LM head (copy.deepcopy of the module, so in its dtype once the kbit
+  // preparation and TRL's casts ran) beside the frozen original, which no longer runs.
+  std::uint64_t embedding_lora_rank = 0;
+  for (const auto& t : spec.tensors) {
+    if (!first_stage || !embedding_lora_target(spec, config, t) || embedding_lora_rank > 0)
+      continue;
+    embedding_lora_rank = config.lora_rank;
+    for (const std::uint64_t numel :
+         {config.lora_rank * t.shape[0], t.shape[1] * config.lora_rank}) {
+      tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
+      params.push_back({numel, ctx.adapter_bytes, -1, numel / config.lora_rank, true});
+    }
+  }
+  std::vector<tensor_spec> copied;
+  for (const auto& t : spec.tensors) {
+    if ((config.save_embeddings && first_stage && token_table(spec, t)) ||
+        (config.save_lm_head && last_stage && t.role == tensor_role::lm_head))
+      copied.push_back(t);
+  }
+  if (config.save_lm_head && last_stage && spec.tied_embeddings)
+    copied.push_back(tied_lm_head(spec));
+  for (const auto& t : copied) {
+    const std::uint64_t bytes = kbit_prepared ? kbit_head_bytes : base_bytes;
+    tl.allocate(t.numel() * bytes, cat::adapters);
+    params.push_back({t.numel(), bytes, -1, t.shape.back(), t.shape.size() >= 2});
   }
   for (const auto& t : spec.tensors) {
     // IA3's vector: one value per input feature of a feedforward target, per output feature of
@@ -2097,6 +2197,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         (stepped_back ? saved[0] : waiting)
             .push_back(tl.allocate(ctx.h_tokens * embedding_mask, cat::activations));
       }
+      if (embedding_lora_rank > 0) {
+        // PEFT lora.Embedding: result + (F.embedding(x, A.T) @ B) * scaling; the matmul keeps
+        // the looked-up [tokens, r] rows for B's gradient (16-bit under autocast); the product
+        // and its scaled copy [tokens, dim] live until the sum is made.
+        (stepped_back ? saved[0] : waiting)
+            .push_back(tl.allocate(ctx.tokens * embedding_lora_rank * ctx.c, cat::activations));
+        tl.free(tl.allocate(2 * ctx.tokens * spec.embedding_dim * ctx.c, cat::activations));
+      }
       // The boolean mask transformers builds for windowed layers once a forward, [B, 1, s, s]
       // (masking_utils.sdpa_mask): alive through the forward, or, checkpointed, as every block's
       // input until the first block's backward.
@@ -2216,6 +2324,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         // A frozen fp32 LM head: autocast's 16-bit copy, kept for the input's gradient.
         head.push_back(tl.allocate(v * e * ctx.c, cat::autocast_weight_copies));
       }
+      // A trained copy of the LM head (modules_to_save) keeps its 16-bit input for its weight's
+      // gradient.
+      if (config.save_lm_head) head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
       // LLaMA-Adapter v2's LM head keeps linear(x) + adapter_bias for its scale's gradient.
       if (adapter_v2) head.push_back(tl.allocate(ctx.c * tv, cat::logits_and_loss));
       if (unsloth) {

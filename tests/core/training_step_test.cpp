@@ -2305,5 +2305,96 @@ TEST_CASE("Llama 4 runs as transformers does") {
   CHECK(torchtune.failure().field == "workload.framework");
 }
 
+TEST_CASE("PEFT LoRA on the token embedding: A [r, vocab] and B [dim, r], trained with the rest") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config = lora_qv();
+  auto base = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.lora_targets = {"q_proj", "v_proj", "embed_tokens"};
+  auto embedded = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(base.ok());
+  REQUIRE(embedded.ok());
+  const std::uint64_t added = 8 * (1000 + 256);  // r x (vocab + dim)
+  CHECK(embedded.value().trainable_params - base.value().trainable_params == added);
+  CHECK(embedded.value().notes.empty());  // embed_tokens matched, not skipped
+  // fp32 under AMP (PEFT's autocast_adapter_dtype), with AdamW's two fp32 moments at the peak;
+  // A's 32,000 bytes take the allocator's 512-byte blocks (32,256), B's 8,192 are whole.
+  const double adapters = 32256 + 4 * 256 * 8;
+  CHECK(at_peak(embedded.value(), memory_category::adapters) -
+            at_peak(base.value(), memory_category::adapters) ==
+        doctest::Approx(adapters));
+  CHECK(at_peak(embedded.value(), memory_category::optimizer_states) -
+            at_peak(base.value(), memory_category::optimizer_states) ==
+        doctest::Approx(2 * adapters));
+  // GPT-2 names its table wte: the same adapter by the model's own name.
+  auto gpt2 = parse_model_config(
+      {{"model_type", "gpt2"}, {"n_embd", 64}, {"n_layer", 1}, {"n_head", 2}, {"vocab_size", 100}},
+      {}, "c");
+  REQUIRE(gpt2.ok());
+  config.lora_targets = {"c_attn", "wte"};
+  auto wte = estimate_training_step(gpt2.value(), config, gpu_spec{});
+  REQUIRE(wte.ok());
+  CHECK(wte.value().trainable_params == 8 * (64 + 192) + 8 * (100 + 64));
+  // PEFT's alone, LoRA only.
+  config.framework = framework_profile::torchtune;
+  auto refused = estimate_training_step(gpt2.value(), config, gpu_spec{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.failure().field == "workload.lora.targets");
+  config.framework = framework_profile::transformers;
+  config.dora = true;
+  refused = estimate_training_step(gpt2.value(), config, gpu_spec{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.failure().field == "workload.lora.targets");
+}
+
+TEST_CASE("PEFT modules_to_save: a trained copy of the embedding or LM head beside the original") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config config = lora_qv();
+  config.compute = compute_precision::pure_bf16;
+  auto base = estimate_training_step(spec.value(), config, gpu_spec{});
+  config.save_embeddings = true;
+  config.save_lm_head = true;
+  auto copied = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE(base.ok());
+  REQUIRE(copied.ok());
+  const std::uint64_t table = 1000 * 256;
+  CHECK(copied.value().trainable_params - base.value().trainable_params == 2 * table);
+  // Two bf16 copies, the originals still loaded; AdamW's moments in the copies' dtype.
+  CHECK(at_peak(copied.value(), memory_category::weights) ==
+        at_peak(base.value(), memory_category::weights));
+  CHECK(at_peak(copied.value(), memory_category::adapters) -
+            at_peak(base.value(), memory_category::adapters) ==
+        doctest::Approx(2.0 * 2 * table));
+  CHECK(at_peak(copied.value(), memory_category::optimizer_states) -
+            at_peak(base.value(), memory_category::optimizer_states) ==
+        doctest::Approx(2.0 * 4 * table));
+  // A tied head is copied too: Llama-3.2-1B's [128256, 2048].
+  const auto tied = llama_1b();
+  REQUIRE(tied.ok());
+  config.save_embeddings = false;
+  auto head = estimate_training_step(tied.value(), config, gpu_spec{});
+  config.save_lm_head = false;
+  auto plain = estimate_training_step(tied.value(), config, gpu_spec{});
+  REQUIRE(head.ok());
+  REQUIRE(plain.ok());
+  CHECK(head.value().trainable_params - plain.value().trainable_params == 128256ULL * 2048);
+  // Refused where its copies would be sharded, and for a model without an LM head.
+  config.save_lm_head = true;
+  config.sharding = data_parallel::fsdp_full_shard;
+  config.dp_degree = 2;
+  auto sharded = estimate_training_step(spec.value(), config, gpu_spec{});
+  REQUIRE_FALSE(sharded.ok());
+  CHECK(sharded.failure().field == "parallel.method");
+  config.sharding = data_parallel::none;
+  config.dp_degree = 1;
+  const auto classifier = bert_classifier();
+  REQUIRE(classifier.ok());
+  config.lora_targets = {"query", "value"};
+  auto headless = estimate_training_step(classifier.value(), config, gpu_spec{});
+  REQUIRE_FALSE(headless.ok());
+  CHECK(headless.failure().field == "workload.lora.modules_to_save");
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -141,6 +141,14 @@ test('a detailed estimate on one GPU, by component, in each metric', () => {
   assert.equal(dora.workload.finetune, 'dora');
   assert.equal(dora.trainable_params - lora.trainable_params, 16 * (2048 + 512));
   assert.ok(dora.peak_bytes > lora.peak_bytes);
+  // PEFT's LoRA on the embedding (r x (vocab + dim)) and a trained copy of the (tied) LM head.
+  const embedding = read(['--finetune', 'lora', '--lora-targets', 'q_proj,v_proj,embed_tokens']);
+  assert.equal(embedding.trainable_params - lora.trainable_params, 8 * (128256 + 2048));
+  const saved = read(['--finetune', 'lora', '--lora-targets', 'q_proj,v_proj', '--modules-to-save', 'lm_head']);
+  assert.equal(saved.trainable_params - lora.trainable_params, 128256 * 2048);
+  const unknown = gpumem([...base, '--finetune', 'lora', '--modules-to-save', 'norm']);
+  assert.equal(unknown.status, 2);
+  assert.match(unknown.stderr, /workload\.lora\.modules_to_save/);
   const bad = gpumem([...base, '--compute', 'fp8']);
   assert.equal(bad.status, 2);
   assert.match(bad.stderr, /workload\.compute/);

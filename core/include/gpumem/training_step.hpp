@@ -129,6 +129,10 @@ struct training_config {
   // outputs of its targets, and the inputs of MLP output projections (PEFT's feedforward
   // modules, down_proj).
   std::vector<std::string> lora_targets;
+  // PEFT modules_to_save: the token embedding and/or the LM head train as full copies made beside
+  // the frozen originals (ModulesToSaveWrapper), e.g. when new tokens were added.
+  bool save_embeddings = false;
+  bool save_lm_head = false;
   // DoRA (PEFT use_dora): each adapted linear also trains a magnitude vector and renormalises
   // its weight in every forward.
   bool dora = false;
