@@ -2305,6 +2305,13 @@ TEST_CASE("Llama 4 runs as transformers does") {
   CHECK(torchtune.failure().field == "workload.framework");
 }
 
+// The field a refused estimate names.
+std::string refusal_field(const model_spec& spec, const training_config& config) {
+  auto e = estimate_training_step(spec, config, gpu_spec{});
+  REQUIRE_FALSE(e.ok());
+  return e.failure().field;
+}
+
 TEST_CASE("PEFT LoRA on the token embedding: A [r, vocab] and B [dim, r], trained with the rest") {
   const auto spec = tiny_llama();
   REQUIRE(spec.ok());
@@ -2337,14 +2344,10 @@ TEST_CASE("PEFT LoRA on the token embedding: A [r, vocab] and B [dim, r], traine
   CHECK(wte.value().trainable_params == 8 * (64 + 192) + 8 * (100 + 64));
   // PEFT's alone, LoRA only.
   config.framework = framework_profile::torchtune;
-  auto refused = estimate_training_step(gpt2.value(), config, gpu_spec{});
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.failure().field == "workload.lora.targets");
+  CHECK(refusal_field(gpt2.value(), config) == "workload.lora.targets");
   config.framework = framework_profile::transformers;
   config.dora = true;
-  refused = estimate_training_step(gpt2.value(), config, gpu_spec{});
-  REQUIRE_FALSE(refused.ok());
-  CHECK(refused.failure().field == "workload.lora.targets");
+  CHECK(refusal_field(gpt2.value(), config) == "workload.lora.targets");
 }
 
 TEST_CASE("PEFT modules_to_save: a trained copy of the embedding or LM head beside the original") {
@@ -2383,17 +2386,13 @@ TEST_CASE("PEFT modules_to_save: a trained copy of the embedding or LM head besi
   config.save_lm_head = true;
   config.sharding = data_parallel::fsdp_full_shard;
   config.dp_degree = 2;
-  auto sharded = estimate_training_step(spec.value(), config, gpu_spec{});
-  REQUIRE_FALSE(sharded.ok());
-  CHECK(sharded.failure().field == "parallel.method");
+  CHECK(refusal_field(spec.value(), config) == "parallel.method");
   config.sharding = data_parallel::none;
   config.dp_degree = 1;
   const auto classifier = bert_classifier();
   REQUIRE(classifier.ok());
   config.lora_targets = {"query", "value"};
-  auto headless = estimate_training_step(classifier.value(), config, gpu_spec{});
-  REQUIRE_FALSE(headless.ok());
-  CHECK(headless.failure().field == "workload.lora.modules_to_save");
+  CHECK(refusal_field(classifier.value(), config) == "workload.lora.modules_to_save");
 }
 
 }  // namespace
