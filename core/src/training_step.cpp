@@ -1856,11 +1856,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // adapter dtype, stepped back with the embeddings; PEFT's modules_to_save: a trainable copy of
   // the embedding or the LM head (copy.deepcopy of the module, so in its dtype once the kbit
   // preparation and TRL's casts ran) beside the frozen original, which no longer runs.
-  std::uint64_t embedding_lora_rank = 0;
+  bool embedding_lora = false;
   for (const auto& t : spec.tensors) {
-    if (!first_stage || !embedding_lora_target(spec, config, t) || embedding_lora_rank > 0)
-      continue;
-    embedding_lora_rank = config.lora_rank;
+    if (!first_stage || !embedding_lora_target(spec, config, t) || embedding_lora) continue;
+    embedding_lora = true;
     for (const std::uint64_t numel :
          {config.lora_rank * t.shape[0], t.shape[1] * config.lora_rank}) {
       tl.allocate(numel * ctx.adapter_bytes, cat::adapters);
@@ -2197,12 +2196,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         (stepped_back ? saved[0] : waiting)
             .push_back(tl.allocate(ctx.h_tokens * embedding_mask, cat::activations));
       }
-      if (embedding_lora_rank > 0) {
+      if (embedding_lora) {
         // PEFT lora.Embedding: result + (F.embedding(x, A.T) @ B) * scaling; the matmul keeps
         // the looked-up [tokens, r] rows for B's gradient (16-bit under autocast); the product
         // and its scaled copy [tokens, dim] live until the sum is made.
         (stepped_back ? saved[0] : waiting)
-            .push_back(tl.allocate(ctx.tokens * embedding_lora_rank * ctx.c, cat::activations));
+            .push_back(tl.allocate(ctx.tokens * config.lora_rank * ctx.c, cat::activations));
         tl.free(tl.allocate(2 * ctx.tokens * spec.embedding_dim * ctx.c, cat::activations));
       }
       // The boolean mask transformers builds for windowed layers once a forward, [B, 1, s, s]
