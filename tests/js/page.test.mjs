@@ -185,7 +185,10 @@ test('LLMem mode: the paper\'s estimator and planner, with its notes', async () 
   await page.fill('#gm-mb', '8');
   await page.waitForFunction(() => !document.querySelector('[data-testid=candidates]'));
   await page.waitForSelector('[data-testid=verdict]');
-  assert.equal(await shownPeak(page), facadePeak(stateFromQuery(new URL(page.url()).search)));
+  // The page recomputes as each field changes: wait (up to 5 s) until it shows its URL's state.
+  const expected = () => facadePeak(stateFromQuery(new URL(page.url()).search));
+  for (let i = 0; i < 50 && (await shownPeak(page)) !== expected(); ++i) await page.waitForTimeout(100);
+  assert.equal(await shownPeak(page), expected());
   assert.ok(await page.locator('.notes li').count() > 0);
   await page.close();
 });
