@@ -8,7 +8,7 @@ checkpointing, eager vs SDPA attention, LoRA rank/targets, KV cache growth, logi
 any formula. Every run is sized to stay well under 70 GiB.
 
 Usage: python3 tools/measure/make_plan.py [OUT]   (default tools/measure/plan_h100.json)
-       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows [OUT]
+       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows|--fused [OUT]
                                        (default tools/measure/plan_h100_batch2.json and so on:
                                         mechanisms the first batch did not cover)
 """
@@ -448,16 +448,33 @@ def plan_windows():
     ]
 
 
+def plan_fused():
+    """Fused q/k/v projections whose values stay a view of the fused output (GPT-NeoX, Phi-3):
+    SDPA and eager, full and LoRA (the adapter's sum is then the fused output), checkpointed."""
+    N, P3 = "EleutherAI/pythia-410m-deduped", "microsoft/Phi-3-mini-4k-instruct"
+    qkv = ["q_proj", "k_proj", "v_proj"]
+    return [
+        full2(N, "pure_bf16", "adamw", 8, 1024),
+        full2(N, "amp_bf16", "adamw", 4, 1024, attn="eager"),
+        lora2(N, 16, qkv, 8, 1024),
+        lora2(N, 16, ["all-linear"], 8, 1024, ckpt=True),
+        lora2(P3, 16, qkv, 4, 1024),
+        full2(P3, "pure_bf16", "adamw", 2, 1024),
+        lora2(P3, 16, ["all-linear"], 2, 2048, ckpt=True),
+    ]
+
+
 def main():
     args = sys.argv[1:]
-    which = [a for a in args if a in ("--batch2", "--dora", "--ga", "--windows")]
+    which = [a for a in args if a in ("--batch2", "--dora", "--ga", "--windows", "--fused")]
     args = [a for a in args if a not in which]
     name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json",
-            "--ga": "plan_h100_ga.json", "--windows": "plan_h100_windows.json"}.get(
+            "--ga": "plan_h100_ga.json", "--windows": "plan_h100_windows.json",
+            "--fused": "plan_h100_fused.json"}.get(
         which[0] if which else "", "plan_h100.json")
     out = args[0] if args else os.path.join(ROOT, "tools", "measure", name)
     pts = {"--batch2": plan_batch2, "--dora": plan_dora, "--ga": plan_ga,
-           "--windows": plan_windows}.get(
+           "--windows": plan_windows, "--fused": plan_fused}.get(
         which[0] if which else "", plan)()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)

@@ -96,6 +96,10 @@ FUSED_LORA_TARGETS = {
                (("up_proj",), "dense_h_to_4h"), (("down_proj",), "dense_4h_to_h")],
     "phi3": [(("q_proj", "k_proj", "v_proj"), "qkv_proj"), (("o_proj",), "o_proj"),
              (("gate_proj", "up_proj"), "gate_up_proj"), (("down_proj",), "down_proj")],
+    # GPTNeoXAttention.query_key_value / dense; GPTNeoXMLP.dense_h_to_4h / dense_4h_to_h (PEFT
+    # matches a target against the end of a module's name, so "dense" is the attention's only).
+    "gpt_neox": [(("q_proj", "k_proj", "v_proj"), "query_key_value"), (("o_proj",), "dense"),
+                 (("up_proj",), "dense_h_to_4h"), (("down_proj",), "dense_4h_to_h")],
 }
 # Config keys holding the dropout probabilities of each model type (set by the `dropout` option).
 DROPOUT_KEYS = {

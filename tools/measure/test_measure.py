@@ -22,10 +22,13 @@ PLAN2 = os.path.join(HERE, "plan_h100_batch2.json")
 PLAN3 = os.path.join(HERE, "plan_h100_dora.json")
 PLAN4 = os.path.join(HERE, "plan_h100_ga.json")
 PLAN5 = os.path.join(HERE, "plan_h100_windows.json")
+PLAN6 = os.path.join(HERE, "plan_h100_fused.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
 MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
 MEASURED3 = os.path.join(ROOT, "validation", "measured_h100_dora.json")
 MEASURED4 = os.path.join(ROOT, "validation", "measured_h100_ga.json")
+MEASURED5 = os.path.join(ROOT, "validation", "measured_h100_windows.json")
+MEASURED6 = os.path.join(ROOT, "validation", "measured_h100_fused.json")
 RAW_DIR = os.path.join(ROOT, "validation", "raw_h100")
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
@@ -50,6 +53,11 @@ PHI3 = {"model_type": "phi3", "hidden_size": 3072, "num_hidden_layers": 32,
         "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 96,
         "intermediate_size": 8192, "vocab_size": 32064, "tie_word_embeddings": False,
         "max_position_embeddings": 4096, "mlp_gated": True}
+PYTHIA = {"model_type": "gpt_neox", "hidden_size": 1024, "num_hidden_layers": 24,
+          "num_attention_heads": 16, "num_key_value_heads": 16, "head_dim": 64,
+          "intermediate_size": 4096, "vocab_size": 50304, "tie_word_embeddings": False,
+          "max_position_embeddings": 2048, "mlp_gated": False, "use_parallel_residual": True,
+          "rotary_pct": 0.25}
 FALCON_7B = {"model_type": "falcon", "hidden_size": 4544, "num_hidden_layers": 32,
              "num_attention_heads": 71, "num_key_value_heads": 1, "head_dim": 64,
              "intermediate_size": 18176, "vocab_size": 65024, "tie_word_embeddings": True,
@@ -346,6 +354,8 @@ class PlanForTest(unittest.TestCase):
                          ["qkv_proj", "o_proj", "gate_up_proj", "down_proj"])
         self.assertEqual(plan_for(lo(PHI3, ["all-linear"]))["lora"]["target_modules"],
                          "all-linear")
+        p = plan_for(lo(PYTHIA, ["q_proj", "k_proj", "v_proj", "o_proj"]))
+        self.assertEqual(p["lora"]["target_modules"], ["query_key_value", "dense"])
         for bad in (lo(FALCON_7B, ["q_proj", "v_proj"]), lo(PHI3, ["up_proj"]),
                     lo(FALCON_7B, ["gate_proj"])):
             with self.assertRaises(PlanError):
@@ -381,7 +391,8 @@ class PlanFileTest(unittest.TestCase):
     def test_plan_files_match_make_plan(self):
         with tempfile.TemporaryDirectory() as d:
             for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"]),
-                             (PLAN4, ["--ga"]), (PLAN5, ["--windows"])):
+                             (PLAN4, ["--ga"]), (PLAN5, ["--windows"]),
+                             (PLAN6, ["--fused"])):
                 out = os.path.join(d, "p.json")
                 subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
                                + [out], capture_output=True, text=True, check=True)
@@ -552,6 +563,24 @@ class MeasuredGaFileTest(MeasuredFileTest):
         for p in self.pts:
             self.assertTrue(any(a.startswith("gradient accumulation: each iteration runs")
                                 for a in p["assumptions"]), p["id"])
+
+
+class MeasuredWindowsFileTest(MeasuredFileTest):
+    """Batch 5: validation/measured_h100_windows.json (Mistral-7B's sliding window under SDPA)."""
+    MEASURED = MEASURED5
+    PLAN = PLAN5
+    RAWS = ["windows_run1_raw.jsonl"]
+    ENV = "windows_run1.log"
+    CONFIGS = 6
+
+
+class MeasuredFusedFileTest(MeasuredFileTest):
+    """Batch 6: validation/measured_h100_fused.json (fused q/k/v: GPT-NeoX, Phi-3)."""
+    MEASURED = MEASURED6
+    PLAN = PLAN6
+    RAWS = ["fused_run1_raw.jsonl", "fused_run2_raw.jsonl"]  # run 2: the LoRA run 1 could not map
+    ENV = "fused_run1.log"
+    CONFIGS = 7
 
 
 class PublicTableFileTest(unittest.TestCase):
