@@ -288,6 +288,11 @@ void build_gpt_neox(config_reader& cfg, model_spec& spec) {
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 2048, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", false);  // GPTNeoXConfig default
   spec.parallel_block = cfg.flag("use_parallel_residual", true);
+  // GPTNeoXLayer: mlp(post_attention_layernorm(x)) beside attention(input_layernorm(x)).
+  spec.parallel_mlp_norm = spec.parallel_block;
+  // GPTNeoXAttention: q, k, v are chunks of query_key_value's output; the rotary half of q and k
+  // is concatenated back into new tensors.
+  spec.values_view_fused_qkv = true;
   spec.activation = cfg.text("hidden_act", "gelu");
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"hidden_dropout"});
@@ -382,6 +387,7 @@ void build_falcon(config_reader& cfg, model_spec& spec) {
     add.linear("mlp.dense_h_to_4h", h, spec.intermediate_size, bias, mlp);
     add.linear("mlp.dense_4h_to_h", spec.intermediate_size, h, bias, mlp);
     if (new_arch && norms_in_parallel == 2) {
+      spec.parallel_mlp_norm = true;
       add.layer_norm("ln_attn", h);
       add.layer_norm("ln_mlp", h);
     } else {

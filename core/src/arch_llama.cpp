@@ -328,6 +328,8 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.pre_norms = !v.post_norms_only;
   spec.qk_norm = v.qk_norm;
   spec.qk_norm_per_head = !v.post_norms_only;
+  // Phi3Attention slices query, key and value out of qkv_proj's output; RoPE makes q and k anew.
+  spec.values_view_fused_qkv = v.fused;
   // Gemma2Config defaults attn_logit_softcapping to 50.0; an explicit null switches it off.
   if (spec.model_type == "gemma2" && !cfg.present("attn_logit_softcapping"))
     spec.attention_softcap = 50.0;

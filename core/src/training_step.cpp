@@ -357,7 +357,9 @@ void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) 
 // fp32 input, rsqrt per row, and (when its weight trains) the normalised input — in the input
 // dtype where the weight multiplies after the cast back, in fp32 where it multiplies before
 // (litgpt's RMSNorm, GemmaRMSNorm's output * (1 + weight.float())). LayerNorm
-// (native_layer_norm, fp32 under autocast): the input, mean and rstd per row.
+// (native_layer_norm): the input, mean and rstd per row; under autocast, which runs layer_norm in
+// fp32, the input it keeps is a 16-bit input's fp32 copy, one per call (measured with
+// tools/measure/saved_tensors.py: 4 B*h for each of GPT-NeoX's two norms of a bf16 input).
 void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
                 std::uint64_t input_bytes, bool& input_saved, std::uint64_t tokens,
                 std::uint64_t rows) {
@@ -373,7 +375,11 @@ void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
         ctx.config.framework == framework_profile::litgpt || ctx.spec.norm_keeps_input_dtype;
     if (ctx.norms_train) m.saved.push_back((fp32_normed ? 4 : input_bytes) * t * width);
   } else {
-    input_saved = true;
+    if (ctx.amp && input_bytes != 4) {
+      m.saved.push_back(4 * t * width);
+    } else {
+      input_saved = true;
+    }
     m.saved.push_back(8 * t * rows);
   }
 }
@@ -549,7 +555,8 @@ block_memory block(const step_context& ctx, int layer_index) {
   const std::uint64_t y1_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
   bool y1_shared = false;
   feed(linear_role::attention_in, y1_bytes, y1_shared);
-  if (spec.parallel_block) feed(linear_role::mlp_in, y1_bytes, y1_shared);
+  if (spec.parallel_block && !spec.parallel_mlp_norm)
+    feed(linear_role::mlp_in, y1_bytes, y1_shared);
   if (y1_shared) m.saved.push_back(y1_bytes * th * h);
   if (holds_own_input(ctx, y1_bytes)) m.retained += y1_bytes * th * h;
   // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
@@ -627,6 +634,17 @@ block_memory block(const step_context& ctx, int layer_index) {
   } else {
     m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
   }
+  // Values that are a view of a fused q/k/v output keep all of it alive (q + 2 kv), beside the
+  // roped q and k counted above as the projections' own outputs: q + kv more, unless K/V were
+  // repeated into copies (litgpt/model.py CausalSelfAttention: qkv.split, view, transpose, RoPE
+  // concatenated back; transformers modeling_gpt_neox.py, modeling_phi3.py; measured with
+  // tools/measure/saved_tensors.py: 6 B*h for the values' storage where separate projections
+  // keep 2).
+  const bool repeated_kv = expanded_kv || (eager && kv < q);
+  const bool fused_values = (ctx.config.framework == framework_profile::litgpt ||
+                             (transformers && spec.values_view_fused_qkv)) &&
+                            !spec.mla && !repeated_kv && !math_sdpa;
+  if (fused_values) m.saved.push_back(c * t * (q + kv));
   // The tensors as large as the scores: kept for backward, or under selective recomputation
   // (Korthikanti et al. 2022, Megatron-LM --recompute-granularity selective) recomputed in the
   // block's backward.
@@ -724,10 +742,11 @@ block_memory block(const step_context& ctx, int layer_index) {
 
   // 4. MLP, after a second norm unless attention and MLP run in parallel.
   std::uint64_t mlp_in_bytes = y1_bytes;
-  if (!spec.parallel_block) {
+  if (!spec.parallel_block || spec.parallel_mlp_norm) {
     bool mid_saved = false;
     if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, mid_saved, th, 1);
-    if (mid_saved) m.saved.push_back(ctx.r * th * h);
+    // A parallel block's own MLP norm reads the block's input, which the first norm may keep.
+    if (mid_saved && !(spec.parallel_block && input_saved)) m.saved.push_back(ctx.r * th * h);
     mlp_in_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
     bool y2_shared = false;
     feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);

@@ -2395,5 +2395,74 @@ TEST_CASE("PEFT modules_to_save: a trained copy of the embedding or LM head besi
   CHECK(refusal_field(classifier.value(), config) == "workload.lora.modules_to_save");
 }
 
+// The small decoder as GPT-NeoX: LayerNorms, parallel attention and MLP, fused query_key_value.
+model_spec small_neox() {
+  auto spec = parse_model_config({{"model_type", "gpt_neox"},
+                                  {"hidden_size", 1024},
+                                  {"intermediate_size", 4096},
+                                  {"num_hidden_layers", 4},
+                                  {"num_attention_heads", 16},
+                                  {"vocab_size", 1000}},
+                                 {}, "c");
+  REQUIRE(spec.ok());
+  return spec.value();
+}
+
+std::uint64_t saved_bytes(const model_spec& spec, const training_config& c) {
+  auto e = estimate_training_step(spec, c, gpu_spec{});
+  REQUIRE(e.ok());
+  return e.value().saved_activation_bytes;
+}
+
+TEST_CASE("values that are a view of a fused q/k/v output keep all of it beside the roped q, k") {
+  CHECK(small_model("phi3").values_view_fused_qkv);
+  CHECK(small_neox().values_view_fused_qkv);
+  CHECK_FALSE(small_model("llama").values_view_fused_qkv);
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.seq_len = 512;
+  c.optimizer_step = false;
+  // Phi-3 (16 heads of 128, 4 K/V heads): SDPA takes the K/V heads as they are (enable_gqa), so
+  // qkv_proj's whole output (q + 2 kv) stays alive through v, beside the roped q and k: 2 bytes x
+  // 512 tokens x (2,048 + 512) more per block than separate projections keep.
+  const model_spec phi3 = small_model("phi3");
+  model_spec separate = phi3;
+  separate.values_view_fused_qkv = false;
+  CHECK(saved_bytes(phi3, c) - saved_bytes(separate, c) == 4ULL * 2 * 512 * (2048 + 512));
+  // Eager attention repeats K/V into copies (repeat_kv): the fused output is not kept.
+  c.attention = attention_kernel::eager;
+  CHECK(saved_bytes(phi3, c) == saved_bytes(separate, c));
+  c.attention = attention_kernel::sdpa;
+  // litgpt fuses every model's q/k/v (CausalSelfAttention.qkv). Multi-head, it keeps the fused
+  // output (3 x 2,048 a token) and the roped q and k (2 x 2,048); grouped K/V are repeated
+  // (repeat_interleave) into copies, so the fused output goes: q and the two copies (3 x 2,048).
+  c.framework = framework_profile::litgpt;
+  model_spec mha = small_model("llama");
+  mha.num_kv_heads = mha.num_heads;
+  CHECK(saved_bytes(mha, c) - saved_bytes(small_model("llama"), c) == 4ULL * 2 * 512 * 2 * 2048);
+}
+
+TEST_CASE("GPT-NeoX's MLP norm: its own statistics; under autocast each norm's fp32 copy") {
+  const model_spec neox = small_neox();
+  CHECK(neox.parallel_block);
+  CHECK(neox.parallel_mlp_norm);
+  model_spec shared = neox;  // as if the MLP read the attention's norm output (GPT-J)
+  shared.parallel_mlp_norm = false;
+  training_config c;
+  c.finetune = finetune_kind::lora;
+  c.lora_targets = {"q_proj", "k_proj", "v_proj"};
+  c.compute = compute_precision::pure_bf16;
+  c.seq_len = 512;
+  c.optimizer_step = false;
+  // bf16: both norms keep the same block input; the second adds its mean and rstd (fp32, 8 bytes
+  // a token); the frozen MLP keeps nothing of its own input.
+  CHECK(saved_bytes(neox, c) - saved_bytes(shared, c) == 4ULL * 8 * 512);
+  // AMP over a bf16 model: autocast runs layer_norm in fp32, so each norm keeps its own fp32 copy
+  // of the bf16 input (4 x 1,024 bytes a token) and its statistics.
+  c.compute = compute_precision::amp_bf16;
+  c.base_weight_bytes = 2;
+  CHECK(saved_bytes(neox, c) - saved_bytes(shared, c) == 4ULL * (4 * 1024 + 8) * 512);
+}
+
 }  // namespace
 }  // namespace gpumem

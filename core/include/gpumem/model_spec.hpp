@@ -138,6 +138,9 @@ struct model_spec {
   std::uint64_t max_positions = 0;      // 0 when the config gives none
   bool gated_mlp = false;               // SwiGLU / GeGLU: three projections
   bool parallel_block = false;  // attention and MLP read the same input (GPT-J, Falcon, Phi)
+  // A parallel block whose MLP normalises that input with a norm of its own (GPT-NeoX's
+  // post_attention_layernorm, Falcon's ln_mlp) rather than sharing the attention's.
+  bool parallel_mlp_norm = false;
   norm_kind norm = norm_kind::layer_norm;
   // The RMSNorm returns its input's dtype whatever its weight's (GemmaRMSNorm:
   // output.type_as(x)); Llama-style ones multiply by the weight in its dtype.
@@ -151,6 +154,10 @@ struct model_spec {
   // each head, or (OLMo 2) over all heads at once.
   bool qk_norm = false;
   bool qk_norm_per_head = true;
+  // One fused q/k/v projection whose output the values stay a view of, while RoPE makes the
+  // queries and keys new tensors (transformers' GPT-NeoX and Phi-3; litgpt fuses every model's):
+  // attention keeps the whole fused output beside the roped q and k.
+  bool values_view_fused_qkv = false;
   std::string activation;
   bool tied_embeddings = false;
   bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
