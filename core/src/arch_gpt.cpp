@@ -36,7 +36,8 @@ void build_opt(config_reader& cfg, model_spec& spec) {
   spec.architecture = "OPTForCausalLM";
   spec.hidden_size = cfg.required({"hidden_size"}, max_width);
   spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
-  spec.intermediate_size = cfg.required({"ffn_dim"}, max_width);
+  // OPTConfig's ffn_dim, or the validation format's normalised intermediate_size.
+  spec.intermediate_size = cfg.required({"ffn_dim", "intermediate_size"}, max_width);
   const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
   read_heads(cfg, spec, {"num_attention_heads"}, {"num_attention_heads"});
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 2048, max_positions);

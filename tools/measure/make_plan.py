@@ -8,7 +8,7 @@ checkpointing, eager vs SDPA attention, LoRA rank/targets, KV cache growth, logi
 any formula. Every run is sized to stay well under 70 GiB.
 
 Usage: python3 tools/measure/make_plan.py [OUT]   (default tools/measure/plan_h100.json)
-       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows|--fused [OUT]
+       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows|--fused|--layernorm [OUT]
                                        (default tools/measure/plan_h100_batch2.json and so on:
                                         mechanisms the first batch did not cover)
 """
@@ -464,17 +464,30 @@ def plan_fused():
     ]
 
 
+def plan_layernorm():
+    """LayerNorm models' LoRA under autocast over a bf16 base: each norm keeps an fp32 copy of its
+    input (predicted from the fused batch's GPT-NeoX probe before these ran)."""
+    O, B = "facebook/opt-1.3b", "bigscience/bloom-560m"
+    return [
+        lora2(O, 16, ["q_proj", "v_proj"], 4, 1024),
+        lora2(O, 16, ["all-linear"], 4, 1024),
+        lora2(B, 16, ["all-linear"], 4, 1024, attn="eager"),
+    ]
+
+
 def main():
     args = sys.argv[1:]
-    which = [a for a in args if a in ("--batch2", "--dora", "--ga", "--windows", "--fused")]
+    which = [a for a in args
+             if a in ("--batch2", "--dora", "--ga", "--windows", "--fused", "--layernorm")]
     args = [a for a in args if a not in which]
     name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json",
             "--ga": "plan_h100_ga.json", "--windows": "plan_h100_windows.json",
-            "--fused": "plan_h100_fused.json"}.get(
+            "--fused": "plan_h100_fused.json", "--layernorm": "plan_h100_layernorm.json"}.get(
         which[0] if which else "", "plan_h100.json")
     out = args[0] if args else os.path.join(ROOT, "tools", "measure", name)
     pts = {"--batch2": plan_batch2, "--dora": plan_dora, "--ga": plan_ga,
-           "--windows": plan_windows, "--fused": plan_fused}.get(
+           "--windows": plan_windows, "--fused": plan_fused,
+           "--layernorm": plan_layernorm}.get(
         which[0] if which else "", plan)()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)

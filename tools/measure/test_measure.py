@@ -23,12 +23,14 @@ PLAN3 = os.path.join(HERE, "plan_h100_dora.json")
 PLAN4 = os.path.join(HERE, "plan_h100_ga.json")
 PLAN5 = os.path.join(HERE, "plan_h100_windows.json")
 PLAN6 = os.path.join(HERE, "plan_h100_fused.json")
+PLAN7 = os.path.join(HERE, "plan_h100_layernorm.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
 MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
 MEASURED3 = os.path.join(ROOT, "validation", "measured_h100_dora.json")
 MEASURED4 = os.path.join(ROOT, "validation", "measured_h100_ga.json")
 MEASURED5 = os.path.join(ROOT, "validation", "measured_h100_windows.json")
 MEASURED6 = os.path.join(ROOT, "validation", "measured_h100_fused.json")
+MEASURED7 = os.path.join(ROOT, "validation", "measured_h100_layernorm.json")
 RAW_DIR = os.path.join(ROOT, "validation", "raw_h100")
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
@@ -392,7 +394,7 @@ class PlanFileTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"]),
                              (PLAN4, ["--ga"]), (PLAN5, ["--windows"]),
-                             (PLAN6, ["--fused"])):
+                             (PLAN6, ["--fused"]), (PLAN7, ["--layernorm"])):
                 out = os.path.join(d, "p.json")
                 subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
                                + [out], capture_output=True, text=True, check=True)
@@ -581,6 +583,15 @@ class MeasuredFusedFileTest(MeasuredFileTest):
     RAWS = ["fused_run1_raw.jsonl", "fused_run2_raw.jsonl"]  # run 2: the LoRA run 1 could not map
     ENV = "fused_run1.log"
     CONFIGS = 7
+
+
+class MeasuredLayerNormFileTest(MeasuredFileTest):
+    """Batch 7: validation/measured_h100_layernorm.json (LayerNorm models' LoRA under autocast)."""
+    MEASURED = MEASURED7
+    PLAN = PLAN7
+    RAWS = ["layernorm_run1_raw.jsonl"]
+    ENV = "layernorm_run1.log"
+    CONFIGS = 3
 
 
 class PublicTableFileTest(unittest.TestCase):
