@@ -1,6 +1,5 @@
 #include "request_reader.hpp"
 
-#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "config_reader.hpp"
@@ -542,19 +541,10 @@ std::optional<error> read_modules_to_save(config_reader& in, const model_spec& m
                                           training_config& out) {
   const auto names = in.text_list("modules_to_save");
   if (auto problem = in.problem("")) return *problem;
-  const auto names_embedding = [&](const std::string& name) {
-    const std::string suffix = name + ".weight";
-    return std::any_of(model.tensors.begin(), model.tensors.end(), [&](const tensor_spec& t) {
-      return t.role == tensor_role::token_embedding && t.module == module_kind::embedding &&
-             (t.name == suffix || (t.name.size() > suffix.size() &&
-                                   t.name.compare(t.name.size() - suffix.size() - 1,
-                                                  std::string::npos, "." + suffix) == 0));
-    });
-  };
   for (const auto& name : names) {
     if (name == "lm_head") {
       out.save_lm_head = true;
-    } else if (name == "embed_tokens" || names_embedding(name)) {
+    } else if (names_token_embedding(model, name)) {
       out.save_embeddings = true;
     } else {
       return error{"request.invalid_value", "workload.lora.modules_to_save",

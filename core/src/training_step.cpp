@@ -222,16 +222,26 @@ bool token_table(const model_spec& spec, const tensor_spec& t) {
          t.shape.size() == 2 && t.shape[0] == spec.vocab_size;
 }
 
+}  // namespace
+
+bool names_token_embedding(const model_spec& spec, const std::string& name) {
+  return name == "embed_tokens" ||
+         std::any_of(spec.tensors.begin(), spec.tensors.end(), [&](const tensor_spec& t) {
+           return token_table(spec, t) && module_of(t.name) == name;
+         });
+}
+
+namespace {
+
 // PEFT's LoRA on an nn.Embedding (tuners/lora/layer.py Embedding): a target naming the token
-// embedding, embed_tokens by role or the model's own module name (wte, word_embeddings), trains
-// lora_embedding_A [r, vocab] and lora_embedding_B [dim, r] beside the frozen table.
+// embedding trains lora_embedding_A [r, vocab] and lora_embedding_B [dim, r] beside the frozen
+// table.
 bool embedding_lora_target(const model_spec& spec, const training_config& config,
                            const tensor_spec& t) {
-  if (config.finetune != finetune_kind::lora || !token_table(spec, t)) return false;
-  const std::string module = module_of(t.name);
-  return std::any_of(
-      config.lora_targets.begin(), config.lora_targets.end(),
-      [&](const std::string& target) { return target == "embed_tokens" || target == module; });
+  return config.finetune == finetune_kind::lora && token_table(spec, t) &&
+         std::any_of(
+             config.lora_targets.begin(), config.lora_targets.end(),
+             [&](const std::string& target) { return names_token_embedding(spec, target); });
 }
 
 // Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors

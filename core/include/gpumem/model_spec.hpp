@@ -155,8 +155,9 @@ struct model_spec {
   bool qk_norm = false;
   bool qk_norm_per_head = true;
   // One fused q/k/v projection whose output the values stay a view of, while RoPE makes the
-  // queries and keys new tensors (transformers' GPT-NeoX and Phi-3; litgpt fuses every model's):
-  // attention keeps the whole fused output beside the roped q and k.
+  // queries and keys new tensors (transformers' GPT-NeoX and Phi-3; litgpt, which fuses every
+  // model's, is the estimator's framework profile): attention keeps the whole fused output
+  // beside the roped q and k.
   bool values_view_fused_qkv = false;
   std::string activation;
   bool tied_embeddings = false;

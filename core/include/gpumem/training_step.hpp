@@ -225,6 +225,10 @@ const char* finetune_name(const training_config& config);
 // v_proj and down_proj for IA3. Empty for the other kinds.
 std::vector<std::string> peft_default_targets(finetune_kind kind);
 
+// Whether a PEFT module name (a LoRA target or a modules_to_save entry) names the model's token
+// embedding: embed_tokens by role, or the model's own module name for it (wte, word_embeddings).
+bool names_token_embedding(const model_spec& spec, const std::string& name);
+
 struct training_estimate {
   timeline_peak peak;  // allocated peak, its phase and what was alive
   std::uint64_t peak_reserved = 0;
