@@ -416,6 +416,11 @@ std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, b
   return c;
 }
 
+// ReLU's backward reads its output (threshold_backward(grad, result)), which is also the tensor
+// the next product or projection reads: one tensor kept, not two (OPT's fc1 -> ReLU -> fc2,
+// modeling_opt.py OPTDecoderLayer). Every other activation keeps its input.
+bool activation_keeps_output(const std::string& activation) { return activation == "relu"; }
+
 // unsloth's dequantisation of its largest 4-bit block linear (of block `layer`, or of all blocks
 // when -1): the 16-bit weight and fp32 absmax per 64-element block (unsloth/kernels/utils.py
 // fast_dequantize, WEIGHT_BUFFERS and ABSMAX_BUFFERS).
@@ -810,12 +815,17 @@ block_memory block(const step_context& ctx, int layer_index) {
   // bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), as MatMul8bitLt does
   // (int8_scaled_mm(..., dtype=A.dtype)), so a quantised MLP runs in the dtype its norm hands it.
   const std::uint64_t mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
+  // The activation's output, which the product (gated) or the down projection reads, is the
+  // tensor the activation itself keeps when it keeps its output.
+  const bool output_kept_by_activation = activation_keeps_output(spec.activation);
   if (spec.gated_mlp) {
     // What the gate's activation keeps (SiLU: its input), its output and up (the product's
     // inputs).
-    m.saved.push_back(
-        (activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c) + 2 * mlp_bytes) *
-        t * i);
+    const std::uint64_t own =
+        output_kept_by_activation
+            ? 0
+            : activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c);
+    m.saved.push_back((own + 2 * mlp_bytes) * t * i);
   } else {
     // litgpt runs its GELUs as one fused F.gelu (tanh or exact), keeping only the input.
     m.saved.push_back(
@@ -827,7 +837,8 @@ block_memory block(const step_context& ctx, int layer_index) {
   // T5's feed-forward drops the activation out before `wo` (T5DenseActDense): its mask; the
   // output is what `wo` reads. A `wo` kept fp32 gets the product cast to fp32 first (and, under
   // autocast, cast back with a per-call 16-bit copy of the frozen weight).
-  if (spec.encoder_decoder && spec.hidden_dropout > 0) m.saved.push_back(t * i);
+  const bool dropped_before_down = spec.encoder_decoder && spec.hidden_dropout > 0;
+  if (dropped_before_down) m.saved.push_back(t * i);
   if (ctx.fp32_kept) {
     const std::uint64_t cast_back = ctx.amp ? c * t * i + c * i * h : 0;
     m.transient = std::max(m.transient, (mlp_bytes + 4) * t * i + cast_back + ctx.r * th * h);
@@ -836,7 +847,10 @@ block_memory block(const step_context& ctx, int layer_index) {
   feed(linear_role::mlp_out, mlp_bytes, down_shared);
   // Trained routed experts keep their down projection's input (no linear module carries them).
   if (layer.moe && ctx.full && !down_shared) down_shared = true;
-  if (down_shared) m.saved.push_back(mlp_bytes * t * i);
+  // (A ReLU output read straight by the down projection is counted above, as the activation's.)
+  const bool down_reads_kept_output =
+      output_kept_by_activation && !spec.gated_mlp && !dropped_before_down;
+  if (down_shared && !down_reads_kept_output) m.saved.push_back(mlp_bytes * t * i);
   if (holds_own_input(ctx, mlp_bytes)) m.retained += mlp_bytes * t * i;
   post_norm();
   // The residual dropout masks (bool), one per sublayer.

@@ -1985,14 +1985,14 @@ TEST_CASE("T5: encoder and decoder blocks over their own tokens, cross-attention
   // Encoder block, 16 tokens of 64, bf16: each RMSNorm its fp32 input, an fp32 rsqrt a token
   // and its bf16 output (4096 + 64 + 2048), the output once more as q/k/v's input (2048); q, k,
   // v (6144); eager attention's fp32 softmax and bf16 cast of 2 x 4 x 8 x 8 scores (2048 + 1024);
-  // o's input (2048); the MLP's input (2048), ReLU's output (4096) and wo's input (4096).
-  const std::uint64_t encoder = 2 * (6208 + 2048) + 6144 + 3072 + 2048 + 4096 + 4096;
+  // o's input (2048); the MLP's input (2048) and ReLU's output (4096), which is wo's input too
+  // (a dropout of rate 0 hands back its input).
+  const std::uint64_t encoder = 2 * (6208 + 2048) + 6144 + 3072 + 2048 + 4096;
   // Decoder block, 8 tokens: the same over 2 x 4 x 4 x 4 scores, and cross-attention's norm and
   // q input (3104 + 1024), its q (1024) with k and v of the 16 encoder tokens (4096), fp32 and
   // bf16 probabilities of 2 x 4 x 4 x 8 scores (1536) and o's input (1024); k and v keep the
   // encoder's output, which the step holds once for every block.
-  const std::uint64_t decoder =
-      3 * (3104 + 1024) + 3072 + 768 + 1024 + 5120 + 1536 + 1024 + 2048 + 2048;
+  const std::uint64_t decoder = 3 * (3104 + 1024) + 3072 + 768 + 1024 + 5120 + 1536 + 1024 + 2048;
   CHECK(e.value().saved_activation_bytes == encoder + decoder);
   // Checkpointed, each block keeps its bf16 input: 16 and 8 tokens of 64.
   c.grad_ckpt = true;
@@ -2462,6 +2462,29 @@ TEST_CASE("GPT-NeoX's MLP norm: its own statistics; under autocast each norm's f
   c.compute = compute_precision::amp_bf16;
   c.base_weight_bytes = 2;
   CHECK(saved_bytes(neox, c) - saved_bytes(shared, c) == 4ULL * (4 * 1024 + 8) * 512);
+}
+
+TEST_CASE("ReLU keeps its output, which is what the down projection reads: one tensor, not two") {
+  // OPT's fc1 -> activation -> fc2 in fp32, full fine-tuning, no dropout: GELU keeps its input and
+  // fc2 the GELU's output (two [T, ffn] tensors a block), ReLU only its output, which fc2 reads.
+  const auto opt = [](const char* activation) {
+    auto spec = parse_model_config({{"model_type", "opt"},
+                                    {"hidden_size", 256},
+                                    {"ffn_dim", 1024},
+                                    {"num_hidden_layers", 3},
+                                    {"num_attention_heads", 4},
+                                    {"vocab_size", 1000},
+                                    {"dropout", 0.0},
+                                    {"activation_function", activation}},
+                                   {}, "c");
+    REQUIRE(spec.ok());
+    return spec.value();
+  };
+  training_config c;
+  c.compute = compute_precision::fp32;
+  c.micro_batch = 2;
+  c.seq_len = 64;
+  CHECK(saved_bytes(opt("gelu"), c) - saved_bytes(opt("relu"), c) == 3ULL * 4 * 2 * 64 * 1024);
 }
 
 }  // namespace
