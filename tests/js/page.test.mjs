@@ -105,6 +105,22 @@ test('the training loop choice reaches the request, and hides for frameworks wit
   await page.close();
 });
 
+test('trained copies (modules_to_save) reach the request, and hide for full fine-tuning', async () => {
+  const page = await openPage('?v=1&method=single&targets=q_proj,v_proj&metric=allocated');
+  const adapters = await shownPeak(page);
+  await page.fill('#gm-save', 'lm_head');
+  await page.waitForFunction((before) => Number(document.querySelector('[data-testid=verdict]')
+    .getAttribute('data-peak-bytes')) !== before, adapters);
+  const state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(state.save, 'lm_head');
+  assert.deepEqual(requestFor(state, state.model).workload.lora.modules_to_save, ['lm_head']);
+  assert.equal(await shownPeak(page), facadePeak(state));
+  assert.ok(await shownPeak(page) > adapters);  // the LM head's trained copy and its states
+  await page.selectOption('#gm-ft', 'full');
+  await page.waitForSelector('[data-field=save]', { state: 'hidden' });
+  await page.close();
+});
+
 test('torchtitan with its per-op selective checkpoint reaches the request', async () => {
   const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm&method=fsdp_full_shard&gpus=8&ft=full&mb=2&seq=8192');
   const full = await shownPeak(page);

@@ -23,6 +23,8 @@ export const FIELDS = {
   ft: { default: 'lora', choices: ['full', 'lora', 'qlora', 'lora_int8', 'dora', 'ia3'] },
   r: { default: '16' },
   targets: { default: 'all-linear' },
+  // PEFT's modules_to_save: trained full copies beside the adapters (embed_tokens, lm_head).
+  save: { default: '' },
   precision: { default: 'amp_bf16', choices: ['amp_bf16', 'amp_fp16', 'pure_bf16', 'pure_fp16', 'fp32'] },
   opt: { default: 'adamw', choices: ['adamw', 'adamw_8bit', 'adafactor', 'sgd', 'sgd_momentum'] },
   mb: { default: '1' },
@@ -120,6 +122,8 @@ function trainingWorkload(state, plan, model) {
     const targets = state.targets.split(',').map((t) => t.trim()).filter(Boolean);
     // An empty box means the default targets (q_proj, v_proj): the field is left out.
     w.lora = targets.length ? { r: number(state.r), targets } : { r: number(state.r) };
+    const saved = state.save.split(',').map((t) => t.trim()).filter(Boolean);
+    if (saved.length) w.lora.modules_to_save = saved;
   }
   if (state.ft === 'qlora') w.weights = 'nf4';
   if (state.ft === 'lora_int8') w.weights = 'int8';  // bitsandbytes LLM.int8 base
@@ -199,6 +203,7 @@ export function cliFor(request) {
   if (w.keep_outputs) args.push('--keep-outputs');
   if (w.lora) args.push('--lora-r', String(w.lora.r));
   if (w.lora && w.lora.targets) args.push('--lora-targets', w.lora.targets.join(','));
+  if (w.lora && w.lora.modules_to_save) args.push('--modules-to-save', w.lora.modules_to_save.join(','));
   if (w.kv_cache?.kind) args.push('--kv-cache', w.kv_cache.kind);
   if (w.kv_cache?.dtype) args.push('--kv-dtype', w.kv_cache.dtype);
   for (const [state, target] of Object.entries(request.parallel?.offload ?? {})) args.push(`--offload-${state}`, target);
