@@ -1262,14 +1262,24 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   std::vector<std::vector<int>> unsynced(spec.layers.size() + 1);  // by layer + 1
   std::vector<int> grads;
   // litgpt's fit loop keeps the last iteration's logits and loss (and so its graph) until the
-  // next forward returns (finetune/lora.py: `logits = model(...)`); bitsandbytes' MatMul4Bit
-  // holds its input in ctx.tensors, outside the saved tensors autograd frees in backward
-  // (bitsandbytes < 0.45 autograd/_functions.py; later versions keep (None, B)), so the inputs of
-  // every 4-bit linear stay alive from their backward until the next forward has run.
+  // next forward returns (finetune/lora.py: `logits = model(...)`), as a transformers loop that
+  // keeps its `outputs` does (training_config::keep_outputs); bitsandbytes' MatMul4Bit holds its
+  // input in ctx.tensors, outside the saved tensors autograd frees in backward (bitsandbytes <
+  // 0.45 autograd/_functions.py; later versions keep (None, B)), so the inputs of every 4-bit
+  // linear stay alive from their backward until the next forward has run.
   const bool inputs_outlive_backward =
-      ctx.quantized && config.framework == framework_profile::litgpt;
+      ctx.quantized &&
+      (config.framework == framework_profile::litgpt ||
+       (config.keep_outputs && config.framework == framework_profile::transformers));
   std::vector<int> previous_graph;  // the inputs held by the last iteration's graph
   int previous_logits = -1;         // the last iteration's logits, until the next forward
+  // The loop's variable is reassigned: the last iteration's logits and graph die.
+  const auto drop_previous_iteration = [&] {
+    tl.free(previous_logits);
+    previous_logits = -1;
+    for (int id : previous_graph) tl.free(id);
+    previous_graph.clear();
+  };
   const bool litgpt = config.framework == framework_profile::litgpt;
   const bool unsloth = config.framework == framework_profile::unsloth;
   // unsloth dequantises a 4-bit base for its forward matmuls into one buffer per GPU, grown to
@@ -1523,10 +1533,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         const int chunks = ctx.c == 4 ? -1 : tl.allocate(ctx.c * tv, cat::logits_and_loss);
         kept_logits = tl.allocate(4 * tv, cat::logits_and_loss);
         tl.free(chunks);
-        // `logits` is reassigned: the last iteration's logits and graph die.
-        tl.free(previous_logits);
-        for (int id : previous_graph) tl.free(id);
-        previous_graph.clear();
+        drop_previous_iteration();  // `logits` is reassigned
         // chunked_cross_entropy takes each chunk's loss apart and keeps its fp32 log-softmax.
         // (A pooled classifier head's output is smaller than one chunk.)
         chunk_elements =
@@ -1549,11 +1556,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         // A plain cross-entropy first copies a causal LM's logits shifted by one position
         // (B (s - 1) rows), and casts only under autocast.
         const int logits = tl.allocate(logit_bytes * tv, cat::logits_and_loss);
-        if (keep_outputs && plain_loss) {
-          // model() returns the logits alone: the loop's variable takes them before the loss.
-          tl.free(previous_logits);
-          previous_logits = -1;
-        }
+        // model() returns the logits alone: the loop's variable takes them before the loss.
+        if (keep_outputs && plain_loss) drop_previous_iteration();
         const int shifted_copy =
             shifted ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols),
                                   cat::logits_and_loss)
@@ -1564,9 +1568,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         tl.free(upcast);
         tl.free(shifted_copy);
         if (keep_outputs) {
-          // The loop's `outputs` is reassigned once model() returns: the last one's logits go.
-          tl.free(previous_logits);
-          previous_logits = -1;
+          // The loop's `outputs` is reassigned once model() returns.
+          drop_previous_iteration();
           kept_logits = logits;
         } else {
           tl.free(logits);

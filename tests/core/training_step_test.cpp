@@ -1186,6 +1186,28 @@ TEST_CASE("litgpt QLoRA: bitsandbytes' 4-bit inputs live on into the next step's
         held);
 }
 
+TEST_CASE("a transformers loop keeping its outputs keeps the 4-bit inputs into the next forward") {
+  auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  spec.value().vocab_size = 1024;
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 4;
+  c.seq_len = 1024;
+  c.grad_ckpt = true;
+  c.quantization = base_quantization::nf4;
+  auto dropped = estimate_training_step(spec.value(), c, gpu_spec{});
+  c.keep_outputs = true;  // `outputs = model(**batch)` lives until the next forward returns
+  auto kept = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(dropped.ok());
+  REQUIRE(kept.ok());
+  // As litgpt's: at least every block's MLP down projection input, T x 8192 in bf16.
+  const double held = 16 * 4.0 * 1024 * 8192 * 2;
+  CHECK(at_peak(kept.value(), memory_category::activations) -
+            at_peak(dropped.value(), memory_category::activations) >=
+        held);
+}
+
 }  // namespace
 }  // namespace gpumem
 
