@@ -6,13 +6,6 @@
 
 namespace gpumem {
 
-bool is_amp(compute_precision c) {
-  return c == compute_precision::amp_fp16 || c == compute_precision::amp_bf16;
-}
-
-// Bytes of the 16-bit or 32-bit compute dtype: what matmul outputs and saved 16-bit inputs hold.
-std::uint64_t compute_bytes(compute_precision c) { return c == compute_precision::fp32 ? 4 : 2; }
-
 namespace {
 
 // Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors

@@ -12,10 +12,6 @@
 
 namespace gpumem {
 
-// Autocast over fp32 weights (AMP fp16 or bf16).
-bool is_amp(compute_precision c);
-// Bytes of the 16-bit or 32-bit compute dtype: what matmul outputs and saved 16-bit inputs hold.
-std::uint64_t compute_bytes(compute_precision c);
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b);
 
 // What one transformer block keeps for backward and briefly needs, as separate tensors.

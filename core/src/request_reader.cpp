@@ -649,10 +649,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
     const auto weights = choice("weights", "bf16", {"fp32", "bf16", "fp16"});
     if (auto problem = in.problem("")) return *problem;
     out.full_weight_bytes = *weights == "fp32" ? 4 : 2;
-    const bool amp =
-        out.compute == compute_precision::amp_fp16 || out.compute == compute_precision::amp_bf16;
-    const std::uint64_t computed_in = out.compute == compute_precision::fp32 ? 4 : 2;
-    if (!amp && out.full_weight_bytes != computed_in) {
+    if (!is_amp(out.compute) && out.full_weight_bytes != compute_bytes(out.compute)) {
       return error{"request.invalid_value", "workload.weights",
                    "[workload.weights] a fully fine-tuned model computing in " + *compute +
                        " is stored in " +

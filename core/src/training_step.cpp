@@ -131,6 +131,12 @@ std::optional<compute_precision> compute_precision_named(const std::string& name
   return std::nullopt;
 }
 
+bool is_amp(compute_precision c) {
+  return c == compute_precision::amp_fp16 || c == compute_precision::amp_bf16;
+}
+
+std::uint64_t compute_bytes(compute_precision c) { return c == compute_precision::fp32 ? 4 : 2; }
+
 std::optional<context_parallel_kind> context_parallel_kind_named(const std::string& name) {
   for (const auto kind : {context_parallel_kind::ring, context_parallel_kind::ulysses}) {
     if (name == context_parallel_kind_name(kind)) return kind;
@@ -1267,10 +1273,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   // input in ctx.tensors, outside the saved tensors autograd frees in backward (bitsandbytes <
   // 0.45 autograd/_functions.py; later versions keep (None, B)), so the inputs of every 4-bit
   // linear stay alive from their backward until the next forward has run.
-  const bool inputs_outlive_backward =
-      ctx.quantized &&
-      (config.framework == framework_profile::litgpt ||
-       (config.keep_outputs && config.framework == framework_profile::transformers));
+  const bool litgpt = config.framework == framework_profile::litgpt;
+  const bool keep_outputs =
+      config.keep_outputs && config.framework == framework_profile::transformers;
+  const bool inputs_outlive_backward = ctx.quantized && (litgpt || keep_outputs);
   std::vector<int> previous_graph;  // the inputs held by the last iteration's graph
   int previous_logits = -1;         // the last iteration's logits, until the next forward
   // The loop's variable is reassigned: the last iteration's logits and graph die.
@@ -1280,7 +1286,6 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     for (int id : previous_graph) tl.free(id);
     previous_graph.clear();
   };
-  const bool litgpt = config.framework == framework_profile::litgpt;
   const bool unsloth = config.framework == framework_profile::unsloth;
   // unsloth dequantises a 4-bit base for its forward matmuls into one buffer per GPU, grown to
   // the largest linear (unsloth/kernels/utils.py WEIGHT_BUFFERS, ABSMAX_BUFFERS).
@@ -1477,7 +1482,6 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     const bool plain_loss = transformers && (config.loss == loss_kind::plain_cross_entropy ||
                                              spec.loss != model_loss::causal_lm);
     const bool shifted = plain_loss && spec.causal && !spec.encoder_decoder;
-    const bool keep_outputs = config.keep_outputs && transformers;
     const std::uint64_t logit_bytes =
         spec.logits_fp32 || (transformers && spec.loss == model_loss::plain_fp32) ? 4 : ctx.c;
     const std::uint64_t loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;

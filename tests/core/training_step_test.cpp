@@ -1162,50 +1162,52 @@ TEST_CASE("gradient accumulation under FSDP keeps every unit's unsharded gradien
 namespace gpumem {
 namespace {
 
-TEST_CASE("litgpt QLoRA: bitsandbytes' 4-bit inputs live on into the next step's forward") {
-  auto spec = llama_1b();  // 16 blocks, hidden 2048, MLP 8192
-  REQUIRE(spec.ok());
-  spec.value().vocab_size = 1024;  // small logits: the peak is where activations are
-  training_config c = lora_qv();
-  c.framework = framework_profile::litgpt;
-  c.compute = compute_precision::pure_bf16;
-  c.micro_batch = 4;
-  c.seq_len = 1024;
-  c.grad_ckpt = true;  // only block inputs are saved: what bitsandbytes holds stands out
-  auto bf16 = estimate_training_step(spec.value(), c, gpu_spec{});
-  c.quantization = base_quantization::nf4;
-  auto nf4 = estimate_training_step(spec.value(), c, gpu_spec{});
-  REQUIRE(bf16.ok());
-  REQUIRE(nf4.ok());
-  // The last step's inputs of every 4-bit linear (recomputed in backward; at least the MLP down
-  // projection's, T x 8192 in bf16, in each of the 16 blocks) are alive in the next forward.
-  const double tokens = 4.0 * 1024;
-  const double held = 16 * tokens * 8192 * 2;
-  CHECK(at_peak(nf4.value(), memory_category::activations) -
-            at_peak(bf16.value(), memory_category::activations) >=
-        held);
-}
-
-TEST_CASE("a transformers loop keeping its outputs keeps the 4-bit inputs into the next forward") {
+// Llama-3.2-1B's blocks (16, hidden 2048, MLP 8192) with small logits, so the peak is where
+// activations are, under LoRA q/v in pure bf16 over 4 x 1,024 checkpointed tokens: only block
+// inputs are saved, so what bitsandbytes holds stands out.
+model_spec checkpointed_1b() {
   auto spec = llama_1b();
   REQUIRE(spec.ok());
   spec.value().vocab_size = 1024;
+  return spec.value();
+}
+training_config checkpointed_lora_qv() {
   training_config c = lora_qv();
   c.compute = compute_precision::pure_bf16;
   c.micro_batch = 4;
   c.seq_len = 1024;
   c.grad_ckpt = true;
-  c.quantization = base_quantization::nf4;
-  auto dropped = estimate_training_step(spec.value(), c, gpu_spec{});
-  c.keep_outputs = true;  // `outputs = model(**batch)` lives until the next forward returns
-  auto kept = estimate_training_step(spec.value(), c, gpu_spec{});
-  REQUIRE(dropped.ok());
-  REQUIRE(kept.ok());
-  // As litgpt's: at least every block's MLP down projection input, T x 8192 in bf16.
-  const double held = 16 * 4.0 * 1024 * 8192 * 2;
-  CHECK(at_peak(kept.value(), memory_category::activations) -
-            at_peak(dropped.value(), memory_category::activations) >=
-        held);
+  return c;
+}
+// The last step's inputs of every 4-bit linear (recomputed in backward) alive in the next
+// forward: at least the MLP down projection's, T x 8192 in bf16, in each of the 16 blocks.
+constexpr double held_down_inputs = 16 * 4.0 * 1024 * 8192 * 2;
+
+// Activations at the peak of `after` beyond those of `before`.
+double activations_gain(const model_spec& spec, const training_config& before,
+                        const training_config& after) {
+  auto a = estimate_training_step(spec, before, gpu_spec{});
+  auto b = estimate_training_step(spec, after, gpu_spec{});
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  return at_peak(b.value(), memory_category::activations) -
+         at_peak(a.value(), memory_category::activations);
+}
+
+TEST_CASE("litgpt QLoRA: bitsandbytes' 4-bit inputs live on into the next step's forward") {
+  training_config bf16 = checkpointed_lora_qv();
+  bf16.framework = framework_profile::litgpt;
+  training_config nf4 = bf16;
+  nf4.quantization = base_quantization::nf4;
+  CHECK(activations_gain(checkpointed_1b(), bf16, nf4) >= held_down_inputs);
+}
+
+TEST_CASE("a transformers loop keeping its outputs keeps the 4-bit inputs into the next forward") {
+  training_config dropped = checkpointed_lora_qv();
+  dropped.quantization = base_quantization::nf4;
+  training_config kept = dropped;
+  kept.keep_outputs = true;  // `outputs = model(**batch)` lives until the next forward returns
+  CHECK(activations_gain(checkpointed_1b(), dropped, kept) >= held_down_inputs);
 }
 
 }  // namespace

@@ -87,6 +87,9 @@ export function queryFromState(state) {
   return `?${params.toString()}`;
 }
 
+// A comma-separated box's names, blanks dropped.
+const names = (text) => text.split(',').map((t) => t.trim()).filter(Boolean);
+
 const number = (text) => (/^\d+(\.\d+)?$/.test(String(text).trim()) ? Number(text) : text);
 
 function cluster(state) {
@@ -119,10 +122,10 @@ function trainingWorkload(state, plan, model) {
   w.finetune = state.ft === 'qlora' || state.ft === 'lora_int8' ? 'lora' : state.ft;
   // IA3 takes PEFT's default targets (key, value and MLP output projections).
   if (state.ft !== 'full' && state.ft !== 'ia3') {
-    const targets = state.targets.split(',').map((t) => t.trim()).filter(Boolean);
+    const targets = names(state.targets);
     // An empty box means the default targets (q_proj, v_proj): the field is left out.
     w.lora = targets.length ? { r: number(state.r), targets } : { r: number(state.r) };
-    const saved = state.save.split(',').map((t) => t.trim()).filter(Boolean);
+    const saved = names(state.save);
     if (saved.length) w.lora.modules_to_save = saved;
   }
   if (state.ft === 'qlora') w.weights = 'nf4';

@@ -79,6 +79,10 @@ std::optional<finetune_kind> finetune_kind_named(const std::string& name);
 // The precision's name in requests and validation points (fp32, amp_fp16, amp_bf16, pure_fp16,
 // pure_bf16), if it is one.
 std::optional<compute_precision> compute_precision_named(const std::string& name);
+// Autocast over fp32 weights (AMP fp16 or bf16).
+bool is_amp(compute_precision c);
+// Bytes of the 16-bit or 32-bit compute dtype: what matmul outputs and saved 16-bit inputs hold.
+std::uint64_t compute_bytes(compute_precision c);
 
 // Context parallelism: each sequence split over cp ranks along its tokens. Ring attention
 // (Megatron-LM / TransformerEngine, torchtitan) keeps each rank's queries and passes the K/V
