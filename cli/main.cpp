@@ -48,6 +48,9 @@ Usage:
                     [--attention sdpa|eager]
                     [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
                     [--keep-outputs: the loop holds each forward's logits until the next]
+                    [--torch-version V --bitsandbytes-version V --peft-version V: the releases
+                     where one changed what a step keeps (torch < 2.0, bitsandbytes >= 0.45,
+                     peft < 0.12)]
                     [--framework transformers|litgpt|torchtune|unsloth|torchtitan]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
@@ -354,6 +357,10 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
   if (args.options.count("selective-recompute")) request["workload"]["grad_ckpt"] = "selective";
   if (args.options.count("no-kbit-preparation")) request["workload"]["kbit_preparation"] = false;
   if (args.options.count("keep-outputs")) request["workload"]["keep_outputs"] = true;
+  for (const char* library : {"torch", "bitsandbytes", "peft"}) {
+    const std::string flag = std::string(library) + "-version";
+    if (args.options.count(flag)) request["workload"]["software"][library] = args.options.at(flag);
+  }
   for (const auto& [flag, field] :
        {std::pair<const char*, const char*>{"grad-accumulation", "grad_accumulation"},
         {"target-len", "target_len"}}) {

@@ -11,7 +11,7 @@ namespace {
 // Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors
 // (see linear_input): MatMul8bitLt always, MatMul4Bit when its input needed no cast.
 bool holds_own_input(const step_context& ctx, std::uint64_t input_bytes) {
-  return ctx.quantized && (ctx.int8_base || input_bytes == ctx.c);
+  return ctx.base_keeps_input && (ctx.int8_base || input_bytes == ctx.c);
 }
 
 // The input a linear keeps for its weight gradient (autograd saves what the backward of the
@@ -22,22 +22,27 @@ bool holds_own_input(const step_context& ctx, std::uint64_t input_bytes) {
 void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
                   std::uint64_t input_bytes, bool trainable, bool adapter, bool own_dropout,
                   bool& shared_saved) {
-  // bitsandbytes MatMul4Bit keeps its input whenever the input needs a gradient, frozen weight
-  // or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors = (A, B)); an
-  // input in another dtype than the compute one is cast first, a copy per call
-  // (bitsandbytes/nn/modules.py Linear4bit.forward). MatMul8bitLt keeps the input it was handed,
+  // bitsandbytes MatMul4Bit before 0.45 keeps its input whenever the input needs a gradient,
+  // frozen weight or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors =
+  // (A, B); 0.45 keeps (None, B): step_context::base_keeps_input); an input in another dtype
+  // than the compute one is cast first, a copy per call (bitsandbytes/nn/modules.py
+  // Linear4bit.forward). MatMul8bitLt keeps the input it was handed,
   // uncast, with its outlier columns (few; not counted): ctx.tensors = (CAt, subA, A), CAt only
   // for a trained weight (bitsandbytes >= 0.45; earlier versions also kept an int8 copy CAt of
   // every input, not modelled). It quantises an fp16 copy of the input into int8 codes for the
   // matmul, transients.
   if (ctx.int8_base) m.transient = std::max(m.transient, elems * (input_bytes == 2 ? 1 : 3));
-  if (ctx.quantized) {
+  if (ctx.base_keeps_input) {
     if (holds_own_input(ctx, input_bytes)) {
       shared_saved = true;
     } else {
       m.saved.push_back(elems * ctx.c);
       m.retained += elems * ctx.c;
     }
+  } else if (ctx.quantized && input_bytes != ctx.c) {
+    // bitsandbytes >= 0.45 keeps no input (ctx.tensors = (None, B)): the cast copy lives for
+    // the matmul only.
+    m.transient = std::max(m.transient, elems * ctx.c);
   }
   if (trainable) {
     if (ctx.amp && input_bytes != ctx.c) {
@@ -48,10 +53,11 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
   }
   if (adapter) {
     // PEFT LoRA: the input cast to the adapter dtype, then lora_A (saves its input, autocast-cast
-    // under amp), lora_B (saves lora_A's output).
-    if (ctx.amp) {
+    // under amp), lora_B (saves lora_A's output). 16-bit adapters (PEFT < 0.12) over a 16-bit
+    // input under autocast read the input itself.
+    if (ctx.amp && (ctx.adapter_bytes != ctx.c || input_bytes != ctx.c)) {
       m.saved.push_back(elems * ctx.c);
-      if (input_bytes != ctx.adapter_bytes)
+      if (input_bytes != ctx.adapter_bytes && ctx.adapter_bytes != ctx.c)
         m.transient = std::max(m.transient, elems * ctx.adapter_bytes);
     } else {
       shared_saved = true;
@@ -496,7 +502,7 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
   bool o_shared = false;
   feed(linear_role::attention_out, c, o_shared);
   if (o_shared) m.saved.push_back(c * t * values);
-  if (ctx.quantized) m.retained += c * t * values;
+  if (ctx.base_keeps_input) m.retained += c * t * values;
   // Gemma 2's and 3's post_attention_layernorm and post_feedforward_layernorm normalise the
   // attention's and the MLP's outputs before the residual adds.
   const auto post_norm = [&] {
@@ -530,7 +536,7 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
     bool xo_shared = false;
     feed(linear_role::cross_out, c, xo_shared);
     if (xo_shared) m.saved.push_back(c * t * q);
-    if (ctx.quantized) m.retained += c * t * q;
+    if (ctx.base_keeps_input) m.retained += c * t * q;
   }
 
   // 4. MLP, after a second norm unless attention and MLP run in parallel.

@@ -51,9 +51,12 @@ struct step_context {
   std::uint64_t adapter_bytes = 4;
   bool amp = false;
   bool full = true;
-  bool norms_train = false;       // full fine-tuning, LLaMA-Adapter v2
-  bool quantized = false;         // QLoRA: bitsandbytes 4-bit block linears (or LLM.int8)
-  bool int8_base = false;         // bitsandbytes LLM.int8 block linears (MatMul8bitLt)
+  bool norms_train = false;  // full fine-tuning, LLaMA-Adapter v2
+  bool quantized = false;    // QLoRA: bitsandbytes 4-bit block linears (or LLM.int8)
+  bool int8_base = false;    // bitsandbytes LLM.int8 block linears (MatMul8bitLt)
+  // Its quantised linears keep their inputs in ctx.tensors (MatMul8bitLt always; MatMul4Bit
+  // before bitsandbytes 0.45: software_stack::bnb_4bit_keeps_input).
+  bool base_keeps_input = false;
   bool fp16_quant_state = false;  // 4-bit weights quantised from fp16, computed in bf16
   bool kbit_fp32_norms = false;   // PEFT's kbit preparation: fp32 norms with fp32 outputs
   bool autocast_copies = false;   // fp32 trainable weights under autocast get 16-bit copies

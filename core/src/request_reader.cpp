@@ -535,6 +535,35 @@ result<std::vector<std::string>> read_targets(const json& adapter, config_reader
   return targets.empty() ? fallback : targets;
 }
 
+// workload.software: the torch, bitsandbytes and PEFT releases, each a version string.
+std::optional<error> read_software(const json& workload, software_stack& out) {
+  const json& software = workload.value("software", json());
+  if (software.is_null()) return std::nullopt;
+  if (!software.is_object()) {
+    return error{"request.invalid_type", "workload.software",
+                 "[workload.software] must be an object of library releases, e.g. {\"torch\": "
+                 "\"2.4.1\", \"bitsandbytes\": \"0.44.1\", \"peft\": \"0.11.1\"}"};
+  }
+  if (auto e = unknown_keys(software, "workload.software", {"torch", "bitsandbytes", "peft"}))
+    return *e;
+  for (const auto& [name, release] :
+       {std::pair{"torch", &out.torch}, std::pair{"bitsandbytes", &out.bitsandbytes},
+        std::pair{"peft", &out.peft}}) {
+    const json& value = software.value(name, json());
+    if (value.is_null()) continue;
+    *release = value.is_string() ? parse_library_release(value.get<std::string>()) : std::nullopt;
+    if (!*release) {
+      const std::string field = std::string("workload.software.") + name;
+      return error{"request.invalid_value", field,
+                   "[" + field +
+                       "] a release such as \"2.4.1\": numbers separated by dots, then "
+                       "optionally a pre-, post- or dev-release or a +local part; got " +
+                       value.dump()};
+    }
+  }
+  return std::nullopt;
+}
+
 // PEFT's modules_to_save: embed_tokens (or the model's own name of its token embedding) and
 // lm_head, the modules modelled as trained copies.
 std::optional<error> read_modules_to_save(config_reader& in, const model_spec& model,
@@ -563,14 +592,31 @@ result<training_config> read_detailed_workload(const json& request, const model_
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
   if (auto e = unknown_keys(workload, "workload",
-                            {"phase", "finetune", "lora", "ia3", "prompt_tuning", "weights",
-                             "compute", "optimizer", "optimizer_impl", "micro_batch", "seq_len",
-                             "target_len", "grad_ckpt", "grad_accumulation", "attention", "loss",
-                             "keep_outputs", "framework", "kbit_preparation"})) {
+                            {"phase",
+                             "finetune",
+                             "lora",
+                             "ia3",
+                             "prompt_tuning",
+                             "weights",
+                             "compute",
+                             "optimizer",
+                             "optimizer_impl",
+                             "micro_batch",
+                             "seq_len",
+                             "target_len",
+                             "grad_ckpt",
+                             "grad_accumulation",
+                             "attention",
+                             "loss",
+                             "keep_outputs",
+                             "framework",
+                             "kbit_preparation",
+                             "software"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
   training_config out;
+  if (auto e = read_software(workload, out.software)) return *e;
   auto choice = [&](const char* key, const std::string& fallback,
                     std::initializer_list<const char*> accepted) {
     return choose(in, key, fallback, accepted);
@@ -584,7 +630,9 @@ result<training_config> read_detailed_workload(const json& request, const model_
   const auto optimizer =
       choice("optimizer", phase && *phase == "forward_backward" ? "none" : "adamw",
              {"adamw", "adam", "adamw_8bit", "adafactor", "sgd", "sgd_momentum", "none"});
-  const auto attention = choice("attention", "sdpa", {"eager", "sdpa", "flash"});
+  // torch 1.x has no SDPA: transformers runs eager attention there.
+  const auto attention =
+      choice("attention", out.software.has_sdpa() ? "sdpa" : "eager", {"eager", "sdpa", "flash"});
   const auto framework = choice("framework", "transformers",
                                 {"transformers", "litgpt", "torchtune", "unsloth", "torchtitan"});
   const auto loss = choice("loss", "model", {"model", "plain_cross_entropy"});

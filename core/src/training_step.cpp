@@ -503,6 +503,42 @@ std::optional<error> check_int8_base(const training_config& config) {
   return std::nullopt;
 }
 
+// Library releases the request cannot run with: torch 1.x runs neither litgpt, torchtune, unsloth
+// nor torchtitan (each needs torch 2) nor SDPA (torch 2.0's F.scaled_dot_product_attention);
+// PEFT is the adapter library of transformers runs; PEFT < 0.12 leaves LoRA's adapters fp16 over
+// an fp16 base, whose gradients AMP's GradScaler refuses ("Attempting to unscale FP16
+// gradients", PEFT's troubleshooting guide) unless a ZeRO engine keeps fp32 masters.
+std::optional<error> check_software(const training_config& config) {
+  const software_stack& software = config.software;
+  if (!software.has_sdpa() && config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.software.torch",
+                 "[workload.software.torch] litgpt, torchtune, unsloth and torchtitan need torch "
+                 "2; torch 1.x is modelled under framework transformers"};
+  }
+  if (!software.has_sdpa() && config.attention == attention_kernel::sdpa) {
+    return error{"request.invalid_value", "workload.attention",
+                 "[workload.attention] sdpa is torch 2's scaled_dot_product_attention; under torch "
+                 "1.x transformers runs eager attention (or flash-attn's kernels: flash)"};
+  }
+  if (software.peft && config.framework != framework_profile::transformers) {
+    return error{"request.invalid_value", "workload.software.peft",
+                 "[workload.software.peft] PEFT's adapters are modelled under framework "
+                 "transformers; litgpt, torchtune, unsloth and torchtitan make their own"};
+  }
+  const bool fp16_lora_base = config.finetune == finetune_kind::lora &&
+                              config.quantization == base_quantization::none &&
+                              config.base_weight_bytes != 4;
+  if (software.peft_adapters_in_base_dtype() && config.compute == compute_precision::amp_fp16 &&
+      fp16_lora_base && !zero_engine(config.sharding)) {
+    return error{"request.invalid_value", "workload.software.peft",
+                 "[workload.software.peft] PEFT < 0.12 makes the adapters fp16 over an fp16 "
+                 "base, whose gradients AMP's GradScaler refuses to unscale; such runs cast the "
+                 "adapters to fp32, as PEFT >= 0.12 does: leave software.peft out, or give 0.12 "
+                 "or later"};
+  }
+  return std::nullopt;
+}
+
 // PEFT's embedding adapters (LoRA on the token embedding) and modules_to_save copies, as
 // transformers + PEFT train them: other frameworks' LoRA has neither (litgpt and torchtune
 // adapt linears only), PEFT applies no tensor parallelism, and the copies of a sharded model
@@ -766,6 +802,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (auto e = check_unsloth(spec, config)) return *e;
   if (auto e = check_torchtitan(spec, config)) return *e;
   if (auto e = check_int8_base(config)) return *e;
+  if (auto e = check_software(config)) return *e;
   if (auto e = check_peft_embedding_modules(spec, config)) return *e;
   if (auto e = check_transformers_only(spec, config)) return *e;
   if (auto e = check_encoder_decoder(spec, config)) return *e;
@@ -848,6 +885,11 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   ctx.norms_train = ctx.full || config.finetune == finetune_kind::llama_adapter_v2;
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
   ctx.int8_base = ctx.quantized && config.quantization == base_quantization::int8;
+  // torchtune's QLoRA runs torchao's NF4Tensor, whose LinearNF4 saves the weight alone
+  // (torchao/dtypes/nf4tensor.py); transformers and litgpt run bitsandbytes.
+  ctx.base_keeps_input =
+      ctx.quantized && (ctx.int8_base || (config.framework != framework_profile::torchtune &&
+                                          config.software.bnb_4bit_keeps_input()));
   ctx.fp16_quant_state = ctx.quantized && config.framework == framework_profile::litgpt &&
                          (config.compute == compute_precision::amp_bf16 ||
                           config.compute == compute_precision::pure_bf16);
@@ -857,8 +899,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   const std::uint64_t base_bytes =
       ctx.full ? full_bytes
                : (config.base_weight_bytes ? config.base_weight_bytes : (ctx.c == 4 ? 4 : 2));
-  // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True).
+  // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True); before
+  // 0.12 they took the dtype of a 16-bit or fp32 base layer (a quantised one's adapters stay
+  // fp32: nn.Linear's default dtype, and PEFT's kbit preparation casts to fp32 anyway).
   ctx.adapter_bytes = pure || engine_16bit ? 2 : 4;
+  const bool adapters_in_base_dtype = config.software.peft_adapters_in_base_dtype() &&
+                                      config.finetune == finetune_kind::lora && !ctx.quantized &&
+                                      !engine_16bit && ctx.adapter_bytes != base_bytes;
+  if (adapters_in_base_dtype) ctx.adapter_bytes = base_bytes;
   ctx.r = base_bytes;
   // transformers keeps the modules a model lists in _keep_in_fp32_modules (T5's `wo`) fp32 when
   // it is loaded in fp16 or quantised by bitsandbytes (modeling_utils.py from_pretrained); a
@@ -938,6 +986,27 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   ctx.autocast_copies = ctx.amp && ctx.full && full_bytes == 4 && !params_sharded;
 
   training_estimate out;
+  // What the stated library releases change, and which bitsandbytes a 4-bit base assumes.
+  const software_stack& software = config.software;
+  if (adapters_in_base_dtype) {
+    out.notes.push_back("peft " + release_name(*software.peft) +
+                        ": the adapters take the base weights' 16-bit dtype, as do their "
+                        "gradients and optimizer states (PEFT 0.12 upcasts them to fp32)");
+  }
+  const bool runs_bitsandbytes = ctx.quantized && !ctx.int8_base &&
+                                 (config.framework == framework_profile::transformers ||
+                                  config.framework == framework_profile::litgpt);
+  if (runs_bitsandbytes) {
+    const std::string keeps = ctx.base_keeps_input
+                                  ? "the 4-bit linears keep their inputs in ctx.tensors"
+                                  : "the 4-bit linears keep no input (0.45 and later)";
+    out.notes.push_back(software.bitsandbytes
+                            ? "bitsandbytes " + release_name(*software.bitsandbytes) + ": " +
+                                  keeps + (ctx.base_keeps_input ? " (before 0.45)" : "")
+                            : keeps +
+                                  ", as bitsandbytes before 0.45 does (assumed; "
+                                  "workload.software.bitsandbytes 0.45 or later keeps none)");
+  }
   for (const auto& target : unmatched_targets)
     out.notes.push_back(std::string(config.finetune == finetune_kind::ia3 ? "IA3" : "LoRA") +
                         " target '" + target +
@@ -1267,6 +1336,24 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       config.framework != framework_profile::torchtune;
   std::vector<std::vector<int>> unsynced(spec.layers.size() + 1);  // by layer + 1
   std::vector<int> grads;
+  // torch < 2.0's zero_grad zeroes the gradients in place (set_to_none=False): those the loop's
+  // optimizer owns stay allocated into the next step, whose backward accumulates into them.
+  // DeepSpeed's and Colossal-AI's engines set theirs to None whatever the release
+  // (deepspeed/runtime/zero/stage_1_and_2.py zero_grad(set_to_none=True)).
+  const bool grads_outlive_step = config.software.zero_grad_keeps_gradients() && !zero_engine(dp) &&
+                                  !grads_to_host && !in_backward;
+  bool grads_kept = false;          // the last step's gradients, zeroed, are still allocated
+  std::vector<std::string> torch1;  // what torch 1.x's defaults change here
+  if (grads_outlive_step)
+    torch1.push_back("zero_grad keeps the gradients, zeroed, into the next step");
+  if (software.adamw_loops_by_default() && config.optimizer == optimizer_kind::adamw &&
+      !config.adamw_impl && !in_place_adam)
+    torch1.push_back("AdamW steps one parameter at a time");
+  if (!torch1.empty()) {
+    out.notes.push_back("torch " + release_name(*software.torch) + ": " + torch1.front() +
+                        (torch1.size() > 1 ? "; " + torch1.back() : "") +
+                        " (PyTorch 2.0 changed the defaults)");
+  }
   // litgpt's fit loop keeps the last iteration's logits and loss (and so its graph) until the
   // next forward returns (finetune/lora.py: `logits = model(...)`), as a transformers loop that
   // keeps its `outputs` does (training_config::keep_outputs); bitsandbytes' MatMul4Bit holds its
@@ -1605,7 +1692,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op);
     auto grads_for_layer = [&](int layer) {
       if (!grads_sharded) {
-        if (!first_micro) return;  // accumulated in place
+        if (!first_micro || grads_kept) return;  // accumulated in place
         for (const auto& p : params) {
           if (p.layer == layer) grads.push_back(tl.allocate(p.numel * p.bytes, cat::gradients));
         }
@@ -1638,7 +1725,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
             (layer >= 0 ? block_params[static_cast<std::size_t>(layer)] : root_params) +
             trainable_in_unit;
         const int whole = kept.empty() ? tl.allocate(unit, cat::gradients) : -1;
-        grads.push_back(tl.allocate(share(unit, true), cat::gradients));
+        if (!grads_kept) grads.push_back(tl.allocate(share(unit, true), cat::gradients));
         tl.free(whole);
         for (int id : kept) tl.free(id);  // reduce-scattered at last
         kept.clear();
@@ -1675,7 +1762,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
               tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
           unsharded += p.numel;
         }
-        if (keep_shard) {
+        if (keep_shard && !grads_kept) {
           grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
         }
       }
@@ -1909,11 +1996,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       }
     }
     // torchtune's recipes fuse; so does torchtitan since 2025 (optimizer.implementation
-    // "fused"; its December 2024 code ran foreach, optimizer.fused false).
-    const adamw_implementation impl =
-        config.adamw_impl.value_or(config.framework == framework_profile::torchtune || torchtitan
-                                       ? adamw_implementation::fused
-                                       : adamw_implementation::foreach);
+    // "fused"; its December 2024 code ran foreach, optimizer.fused false). torch < 2.0 loops.
+    const adamw_implementation impl = config.adamw_impl.value_or(
+        config.framework == framework_profile::torchtune || torchtitan
+            ? adamw_implementation::fused
+            : (config.software.adamw_loops_by_default() ? adamw_implementation::for_loop
+                                                        : adamw_implementation::foreach));
     if (config.optimizer == optimizer_kind::adamw && !in_place_adam &&
         impl != adamw_implementation::fused) {
       // (The fused kernel, which torchtune's recipes use, has no such temporaries, nor do the
@@ -1935,8 +2023,12 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       for (int id : temps) tl.free(id);
     }
     for (int id : fp32_grads) tl.free(id);
-    for (int id : grads) tl.free(id);  // zero_grad(set_to_none=True)
-    grads.clear();
+    if (grads_outlive_step) {
+      grads_kept = true;
+    } else {
+      for (int id : grads) tl.free(id);  // zero_grad(set_to_none=True)
+      grads.clear();
+    }
   }
   out.peak = tl.peak();
   out.peak_reserved = tl.peak_reserved();

@@ -300,6 +300,34 @@ TEST_CASE("the loss and the loop's outputs are choices of transformers runs") {
               "request.invalid_value", "workload.keep_outputs");
 }
 
+TEST_CASE("workload.software: library releases, read and checked, with what they change") {
+  // torch 1.x has no SDPA: the attention defaults to eager there, and says so.
+  const json torch1 = estimate_llama_1b({{"micro_batch", 1}, {"software", {{"torch", "1.13.1"}}}});
+  REQUIRE(torch1.at("ok") == true);
+  CHECK(torch1.at("result").at("workload").at("attention") == "eager");
+  CHECK(torch1.at("result").at("notes").size() == 1);
+  const json qlora = estimate_llama_1b({{"micro_batch", 1},
+                                        {"finetune", "lora"},
+                                        {"weights", "nf4"},
+                                        {"software", {{"bitsandbytes", "0.45.2"}}}});
+  const json older =
+      estimate_llama_1b({{"micro_batch", 1}, {"finetune", "lora"}, {"weights", "nf4"}});
+  REQUIRE(qlora.at("ok") == true);
+  REQUIRE(older.at("ok") == true);
+  CHECK(qlora.at("result").at("peak_bytes") < older.at("result").at("peak_bytes"));
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"software", "2.4"}}), "request.invalid_type",
+              "workload.software");
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"software", {{"jax", "0.4"}}}}),
+              "request.unknown_field", "workload.software.jax");
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"software", {{"peft", "latest"}}}}),
+              "request.invalid_value", "workload.software.peft");
+  check_error(estimate_llama_1b({{"micro_batch", 1}, {"software", {{"torch", 2}}}}),
+              "request.invalid_value", "workload.software.torch");
+  check_error(estimate_llama_1b(
+                  {{"micro_batch", 1}, {"attention", "sdpa"}, {"software", {{"torch", "1.12"}}}}),
+              "request.invalid_value", "workload.attention");
+}
+
 TEST_CASE("framework torchtitan: its per-op selective checkpoint from grad_ckpt \"selective\"") {
   const auto run = [](const json& ckpt) {
     // Enough tokens that the activations, not the optimizer step, make the peak.

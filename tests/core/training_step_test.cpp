@@ -2511,5 +2511,162 @@ TEST_CASE("ReLU keeps its output, which is what the down projection reads: one t
   CHECK(saved_bytes(opt("gelu"), c) - saved_bytes(opt("relu"), c) == 3ULL * 4 * 2 * 64 * 1024);
 }
 
+TEST_CASE("library releases: PEP 440 versions read as major.minor") {
+  const auto release = [](const char* text) {
+    const auto r = parse_library_release(text);
+    return r ? release_name(*r) : std::string("none");
+  };
+  CHECK(release("2.4.1+cu121") == "2.4");
+  CHECK(release("1.13") == "1.13");
+  CHECK(release("2") == "2.0");
+  CHECK(release("v0.44.1") == "0.44");
+  CHECK(release("0.45.0.dev0") == "0.45");
+  CHECK(release("2.4.0a0+git1234") == "2.4");
+  CHECK(release("0.12.0rc1") == "0.12");
+  for (const char* bad : {"", "latest", "2.", "2.x", "1.13 ", ".5", "1234567.0"})
+    CHECK(release(bad) == "none");
+  software_stack s;
+  CHECK(s.bnb_4bit_keeps_input());  // unstated: the releases before 0.45
+  CHECK(s.has_sdpa());
+  CHECK_FALSE(s.zero_grad_keeps_gradients());
+  CHECK_FALSE(s.peft_adapters_in_base_dtype());
+  s.bitsandbytes = parse_library_release("0.45.0");
+  s.torch = parse_library_release("1.13.1");
+  s.peft = parse_library_release("0.11.1");
+  CHECK_FALSE(s.bnb_4bit_keeps_input());
+  CHECK(s.zero_grad_keeps_gradients());
+  CHECK(s.adamw_loops_by_default());
+  CHECK_FALSE(s.has_sdpa());
+  CHECK(s.peft_adapters_in_base_dtype());
+}
+
+TEST_CASE("torch 1.x: zero_grad keeps every gradient, fp32 and zeroed, into the next forward") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config c;  // full fine-tuning, fp32, eager attention, SGD without momentum
+  c.compute = compute_precision::fp32;
+  c.optimizer = optimizer_kind::sgd;
+  c.attention = attention_kernel::eager;
+  c.micro_batch = 4;
+  c.seq_len = 256;
+  c.software.torch = parse_library_release("1.13.1");
+  auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(e.ok());
+  // The second step's forward runs beside the first step's gradients: every parameter's, 4
+  // bytes an element, each tensor rounded to 512 bytes.
+  std::uint64_t gradients = 0;
+  for (const auto& t : spec.value().tensors) gradients += allocator_round(4 * t.numel());
+  CHECK(at_peak(e.value(), memory_category::gradients) == static_cast<double>(gradients));
+  REQUIRE(e.value().notes.size() == 1);
+  CHECK(e.value().notes[0].find("zero_grad keeps the gradients") != std::string::npos);
+  // torch 2 frees them (set_to_none=True): its backward makes them afresh.
+  c.software.torch = parse_library_release("2.0");
+  auto torch2 = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(torch2.ok());
+  CHECK(at_peak(torch2.value(), memory_category::gradients) < static_cast<double>(gradients));
+  CHECK(torch2.value().peak.allocated < e.value().peak.allocated);
+  CHECK(torch2.value().notes.empty());
+  // DeepSpeed's engines set their gradients to None whatever the release.
+  c.software.torch = parse_library_release("1.13.1");
+  c.sharding = data_parallel::zero2;
+  c.dp_degree = 2;
+  auto engine = estimate_training_step(spec.value(), c, gpu_spec{});
+  REQUIRE(engine.ok());
+  CHECK(engine.value().notes.empty());
+}
+
+TEST_CASE("torch 1.x: AdamW's default is its loop over the parameters") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c;
+  c.seq_len = 512;
+  c.attention = attention_kernel::eager;
+  c.software.torch = parse_library_release("1.12");
+  const auto peak = [&](std::optional<adamw_implementation> impl) {
+    c.adamw_impl = impl;
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE(e.ok());
+    return e.value().peak.allocated;
+  };
+  CHECK(peak(std::nullopt) == peak(adamw_implementation::for_loop));
+  CHECK(peak(std::nullopt) < peak(adamw_implementation::foreach));
+}
+
+TEST_CASE("bitsandbytes 0.45: the 4-bit linears keep none of their inputs, by hand") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.quantization = base_quantization::nf4;
+  c.micro_batch = 2;
+  c.seq_len = 256;
+  training_config later = c;
+  later.software.bitsandbytes = parse_library_release("0.45.0");
+  // Before 0.45 each block's o_proj input (2,048), gate/up input (2,048) and down_proj input
+  // (8,192) are kept in ctx.tensors, 2 bytes each per token; q/k/v's input stays, which the q and
+  // v adapters' lora_A keep anyway.
+  CHECK(saved_bytes(spec.value(), c) - saved_bytes(spec.value(), later) ==
+        16ULL * 2 * 256 * (2048 + 2048 + 8192) * 2);
+  auto e = estimate_training_step(spec.value(), later, gpu_spec{});
+  REQUIRE(e.ok());
+  REQUIRE(e.value().notes.size() == 1);
+  CHECK(e.value().notes[0] ==
+        "bitsandbytes 0.45: the 4-bit linears keep no input (0.45 and later)");
+  // torchtune's QLoRA runs torchao's NF4 linear, which saves the weight alone.
+  c.framework = framework_profile::torchtune;
+  training_config bf16 = c;
+  bf16.quantization = base_quantization::none;
+  CHECK(saved_bytes(spec.value(), c) == saved_bytes(spec.value(), bf16));
+}
+
+TEST_CASE("PEFT before 0.12: bf16 adapters over a bf16 base under autocast, by hand") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  training_config c = lora_qv();  // AMP bf16 over a bf16 base
+  c.base_weight_bytes = 2;
+  c.micro_batch = 2;
+  c.seq_len = 256;
+  training_config old = c;
+  old.software.peft = parse_library_release("0.11.1");
+  auto fp32 = estimate_training_step(spec.value(), c, gpu_spec{});
+  auto bf16 = estimate_training_step(spec.value(), old, gpu_spec{});
+  REQUIRE(fp32.ok());
+  REQUIRE(bf16.ok());
+  // q: A [8, 2048], B [2048, 8]; v: A [8, 2048], B [512, 8]; 16 blocks; 4 bytes, then 2.
+  const double adapters = 16.0 * (8 * 2048 + 2048 * 8 + 8 * 2048 + 512 * 8);
+  CHECK(at_peak(fp32.value(), memory_category::adapters) == 4 * adapters);
+  CHECK(at_peak(bf16.value(), memory_category::adapters) == 2 * adapters);
+  CHECK(bf16.value().trainable_params == fp32.value().trainable_params);
+  // lora_A reads the bf16 input itself instead of autocast's copy of its fp32 cast: per block
+  // one [T, 2048] tensor instead of one per adapter.
+  CHECK(saved_bytes(spec.value(), c) - saved_bytes(spec.value(), old) == 16ULL * 512 * 2048 * 2);
+}
+
+TEST_CASE("library releases the request cannot run with are refused, naming the field") {
+  const auto spec = llama_1b();
+  REQUIRE(spec.ok());
+  const auto refused = [&](const training_config& c) {
+    auto e = estimate_training_step(spec.value(), c, gpu_spec{});
+    REQUIRE_FALSE(e.ok());
+    return e.failure().field;
+  };
+  training_config c;
+  c.software.torch = parse_library_release("1.13");
+  CHECK(refused(c) == "workload.attention");  // SDPA is torch 2's
+  c.attention = attention_kernel::eager;
+  c.framework = framework_profile::litgpt;
+  CHECK(refused(c) == "workload.software.torch");
+  training_config lora = lora_qv();
+  lora.software.peft = parse_library_release("0.10");
+  lora.framework = framework_profile::torchtune;
+  CHECK(refused(lora) == "workload.software.peft");
+  // fp16 adapters' gradients, which AMP's GradScaler refuses to unscale.
+  lora.framework = framework_profile::transformers;
+  lora.compute = compute_precision::amp_fp16;
+  CHECK(refused(lora) == "workload.software.peft");
+  lora.base_weight_bytes = 4;  // an fp32 base gives fp32 adapters
+  CHECK(estimate_training_step(spec.value(), lora, gpu_spec{}).ok());
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -154,6 +154,32 @@ test('a detailed estimate on one GPU, by component, in each metric', () => {
   assert.match(bad.stderr, /workload\.compute/);
 });
 
+test('library releases on the command line: --torch-version, --bitsandbytes-version, --peft-version', () => {
+  const base = ['estimate', '--model', 'meta-llama/Llama-3.2-1B', '--micro-batch', '2', '--seq-len', '512',
+    '--gpu', 'h100-sxm', '--json'];
+  const read = (extra) => {
+    const run = gpumem([...base, ...extra]);
+    assert.equal(run.status, 0, run.stderr);
+    return JSON.parse(run.stdout);
+  };
+  // torch 1.x: eager attention by default, the gradients kept from step to step.
+  const torch1 = read(['--torch-version', '1.13.1']);
+  assert.equal(torch1.workload.attention, 'eager');
+  assert.match(torch1.notes.join(' '), /zero_grad keeps the gradients/);
+  const qlora = ['--finetune', 'lora', '--weights', 'nf4'];
+  const before = read(qlora);
+  const after = read([...qlora, '--bitsandbytes-version', '0.45.0']);
+  assert.ok(after.peak_bytes < before.peak_bytes);
+  assert.match(before.notes.join(' '), /as bitsandbytes before 0\.45 does/);
+  const lora = read(['--finetune', 'lora']);
+  const peft11 = read(['--finetune', 'lora', '--peft-version', '0.11.1']);
+  assert.equal(peft11.trainable_params, lora.trainable_params);
+  assert.ok(peft11.peak_bytes < lora.peak_bytes);
+  const bad = gpumem([...base, '--torch-version', 'nightly']);
+  assert.equal(bad.status, 2);
+  assert.match(bad.stderr, /workload\.software\.torch/);
+});
+
 test('litgpt LLaMA-Adapter on the command line', () => {
   const base = ['estimate', '--model', 'meta-llama/Llama-2-7b-hf', '--micro-batch', '1', '--seq-len', '1304',
     '--compute', 'pure_bf16', '--metric', 'allocated', '--json'];
@@ -321,6 +347,8 @@ test('the page\'s "copy CLI command" gives the same answer as its JSON request',
     '?v=1&method=single&ft=ia3',
     '?v=1&method=single&ft=full&precision=pure_bf16&mb=4&loop=own_loss_kept',
     '?v=1&method=single&mb=4&loop=outputs',
+    '?v=1&method=single&ft=qlora&ckpt=0&bnb=0.45.1',
+    '?v=1&method=single&attn=eager&torch=1.13.1&peft=0.11.1',
     '?v=1&phase=inference&weights=awq_4bit&fw=vllm&mb=4&seq=2000&new=100',
     '?v=1&phase=inference&method=single&weights=nf4&mb=2&seq=4096&new=256&kvdtype=fp8',
     '?v=1&mode=llmem&model=facebook%2Fopt-1.3b&gpus=2&gpu=v100-sxm2-16gb',

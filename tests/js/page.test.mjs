@@ -121,6 +121,32 @@ test('trained copies (modules_to_save) reach the request, and hide for full fine
   await page.close();
 });
 
+test('library releases reach the request, and show where they change something', async () => {
+  const page = await openPage('?v=1&method=single&ft=qlora&ckpt=0&mb=2&metric=allocated');
+  const before = await shownPeak(page);
+  await page.fill('#gm-bnb', '0.45.0');
+  await page.waitForFunction((peak) => Number(document.querySelector('[data-testid=verdict]')
+    .getAttribute('data-peak-bytes')) !== peak, before);
+  let state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(state.bnb, '0.45.0');
+  assert.deepEqual(requestFor(state, state.model).workload.software, { bitsandbytes: '0.45.0' });
+  assert.equal(await shownPeak(page), facadePeak(state));
+  assert.ok(await shownPeak(page) < before);  // the 4-bit linears keep no input
+  // torch 1.x has no SDPA: the error names the attention field until eager is chosen.
+  await page.fill('#gm-torch', '1.13');
+  await page.waitForSelector('[data-testid=error]');
+  assert.match(await page.textContent('[data-testid=error]'), /workload\.attention/);
+  await page.selectOption('#gm-attn', 'eager');
+  await page.waitForSelector('[data-testid=verdict]');
+  state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(await shownPeak(page), facadePeak(state));
+  await page.selectOption('#gm-fw', 'litgpt');
+  await page.waitForSelector('[data-field=torch]', { state: 'hidden' });
+  assert.ok(await page.isHidden('[data-field=peft]'));
+  assert.ok(await page.isVisible('[data-field=bnb]'));
+  await page.close();
+});
+
 test('torchtitan with its per-op selective checkpoint reaches the request', async () => {
   const page = await openPage('?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=h100-sxm&method=fsdp_full_shard&gpus=8&ft=full&mb=2&seq=8192');
   const full = await shownPeak(page);

@@ -37,11 +37,12 @@ const LABELS = {
   unit: { gib: 'GiB', gb: 'GB' },
 };
 
-const TRAIN_ONLY = ['ft', 'r', 'targets', 'save', 'precision', 'opt', 'ckpt', 'loop', 'tgt', 'oopt', 'oparams', 'ograd', 'oact'];
+const TRAIN_ONLY = ['ft', 'r', 'targets', 'save', 'precision', 'opt', 'ckpt', 'loop', 'tgt', 'oopt', 'oparams', 'ograd', 'oact',
+  'torch', 'bnb', 'peft'];
 const OFFLOAD = ['oopt', 'oparams', 'ograd', 'oact'];
 const INFERENCE_ONLY = ['weights', 'new', 'kv', 'kvdtype'];
 const DETAILED_ONLY = ['ft', 'r', 'targets', 'save', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'loop', 'tgt', 'metric', 'oopt',
-  'oparams', 'ograd', 'oact', 'ram', 'disk'];
+  'oparams', 'ograd', 'oact', 'ram', 'disk', 'torch', 'bnb', 'peft'];
 
 function select(key, id) {
   const options = FIELDS[key].choices
@@ -96,6 +97,9 @@ function formHtml(compact) {
       ${field('attn', 'Attention', select('attn', 'gm-attn'))}
       ${field('fw', 'Framework', select('fw', 'gm-fw'))}
       ${field('loop', 'Training loop', select('loop', 'gm-loop'))}
+      ${field('torch', 'torch release', text('torch', 'type="text" spellcheck="false" placeholder="2.0 or later"'))}
+      ${field('peft', 'PEFT release', text('peft', 'type="text" spellcheck="false" placeholder="0.12 or later"'))}
+      ${field('bnb', 'bitsandbytes release', text('bnb', 'type="text" spellcheck="false" placeholder="before 0.45"'))}
     </fieldset>
     <fieldset><legend>Estimate</legend>
       ${field('mode', 'Estimator', select('mode', 'gm-mode'))}
@@ -220,8 +224,11 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       if (llmem && DETAILED_ONLY.includes(key)) hidden = true;
       if (['r', 'targets', 'save'].includes(key) && (state.ft === 'full' || state.ft === 'ia3')) hidden = true;
       if (key === 'mode' && inference) hidden = true;
-      // litgpt, torchtune, unsloth and torchtitan run their own loops and losses.
-      if (key === 'loop' && state.fw !== 'transformers') hidden = true;
+      // litgpt, torchtune, unsloth and torchtitan run their own loops and losses, their own
+      // adapters, and torch 2.
+      if (['loop', 'torch', 'peft'].includes(key) && state.fw !== 'transformers') hidden = true;
+      // bitsandbytes' release changes what its 4-bit base keeps (transformers and litgpt run it).
+      if (key === 'bnb' && (state.ft !== 'qlora' || !['transformers', 'litgpt'].includes(state.fw))) hidden = true;
       // The decoder's length, for a pasted encoder-decoder (T5) only.
       if (key === 'tgt' && !isEncoderDecoder(pasted)) hidden = true;
       if (key === 'mb' && state.method === 'auto' && !inference) hidden = true;

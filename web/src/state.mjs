@@ -38,6 +38,10 @@ export const FIELDS = {
   // workload.keep_outputs): the HF Trainer's way, a loop keeping `outputs`, the script's own
   // cross-entropy in a LightningModule or in a loop keeping the logits.
   loop: { default: 'trainer', choices: ['trainer', 'outputs', 'own_loss', 'own_loss_kept'] },
+  // Library releases where one changed what a step keeps (workload.software; '' = unstated).
+  torch: { default: '' },
+  bnb: { default: '' },
+  peft: { default: '' },
   weights: {
     default: 'bf16',
     choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit', 'mxfp4',
@@ -141,6 +145,15 @@ function trainingWorkload(state, plan, model) {
     if (state.loop === 'outputs' || state.loop === 'own_loss_kept') w.keep_outputs = true;
   }
   if (state.tgt !== '' && isEncoderDecoder(model)) w.target_len = number(state.tgt);
+  // The releases the form shows for this run: torch and PEFT under transformers, bitsandbytes
+  // for its 4-bit base under transformers or litgpt.
+  const software = {};
+  if (w.framework === 'transformers' && state.torch.trim()) software.torch = state.torch.trim();
+  if (w.framework === 'transformers' && state.peft.trim()) software.peft = state.peft.trim();
+  if (state.ft === 'qlora' && ['transformers', 'litgpt'].includes(w.framework) && state.bnb.trim()) {
+    software.bitsandbytes = state.bnb.trim();
+  }
+  if (Object.keys(software).length) w.software = software;
   if (!plan) w.micro_batch = number(state.mb);
   return w;
 }
@@ -204,6 +217,7 @@ export function cliFor(request) {
   if (w.grad_ckpt === true) args.push('--grad-ckpt');
   if (w.grad_ckpt === 'selective') args.push('--selective-recompute');
   if (w.keep_outputs) args.push('--keep-outputs');
+  for (const [library, release] of Object.entries(w.software ?? {})) args.push(`--${library}-version`, release);
   if (w.lora) args.push('--lora-r', String(w.lora.r));
   if (w.lora && w.lora.targets) args.push('--lora-targets', w.lora.targets.join(','));
   if (w.lora && w.lora.modules_to_save) args.push('--modules-to-save', w.lora.modules_to_save.join(','));

@@ -13,6 +13,7 @@
 #include "gpumem/memory_timeline.hpp"
 #include "gpumem/model_spec.hpp"
 #include "gpumem/result.hpp"
+#include "gpumem/software_stack.hpp"
 
 namespace gpumem {
 
@@ -216,6 +217,8 @@ struct training_config {
   // The CUDA context's device memory, beside PyTorch's pool (unset: the GPU architecture's
   // default, default_cuda_context_bytes): what the allocator's segments cannot take.
   std::optional<std::uint64_t> cuda_context_bytes;
+  // The torch, bitsandbytes and PEFT releases, where one changes what the step keeps.
+  software_stack software;
 };
 
 // An encoder-decoder's decoder tokens per sequence: target_len, else as many as seq_len.

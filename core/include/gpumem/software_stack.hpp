@@ -1,0 +1,52 @@
+#pragma once
+// The library releases a training run uses, where a release changed what a step keeps. Each
+// behaviour below names the release that changed it; a library left unstated takes the
+// behaviour the estimator's profiles describe by default (docs/methodology.md, "Library
+// releases").
+
+#include <optional>
+#include <string>
+
+namespace gpumem {
+
+// A release's major and minor number ("2.4.1+cu121" is 2.4).
+struct library_release {
+  unsigned major = 0;
+  unsigned minor = 0;
+  bool before(unsigned major_, unsigned minor_) const {
+    return major < major_ || (major == major_ && minor < minor_);
+  }
+};
+
+// A PEP 440 version ("1.13.1", "0.45.0.dev0", "2.4.0a0+git1234", "2.4.1+cu121"): numbers
+// separated by dots, then optionally a pre-, post- or dev-release or a +local part. Empty when
+// the text is not one.
+std::optional<library_release> parse_library_release(const std::string& text);
+// "major.minor", as notes name a release.
+std::string release_name(const library_release& release);
+
+struct software_stack {
+  std::optional<library_release> torch;
+  std::optional<library_release> bitsandbytes;
+  std::optional<library_release> peft;
+
+  // torch < 2.0: Optimizer.zero_grad and Module.zero_grad default to set_to_none=False, so the
+  // gradients stay allocated, zeroed, from one step to the next (PyTorch 2.0 release notes;
+  // torch/optim/optimizer.py zero_grad).
+  bool zero_grad_keeps_gradients() const { return torch && torch->before(2, 0); }
+  // torch < 2.0: AdamW's default implementation is the per-parameter loop; 2.0 made foreach the
+  // default on CUDA (torch/optim/optimizer.py _default_to_fused_or_foreach).
+  bool adamw_loops_by_default() const { return torch && torch->before(2, 0); }
+  // torch < 2.0 has no F.scaled_dot_product_attention: transformers runs eager attention.
+  bool has_sdpa() const { return !torch || !torch->before(2, 0); }
+  // bitsandbytes < 0.45: MatMul4Bit keeps its input in ctx.tensors = (A, B), outside the saved
+  // tensors autograd frees, whenever the input needs a gradient; 0.45 keeps (None, B)
+  // (bitsandbytes/autograd/_functions.py). Unstated: the earlier releases, which the QLoRA
+  // guides and measurements of 2023-24 ran.
+  bool bnb_4bit_keeps_input() const { return !bitsandbytes || bitsandbytes->before(0, 45); }
+  // peft < 0.12: LoRA's adapters take the base layer's dtype; 0.12 upcasts 16-bit adapters to
+  // fp32 (get_peft_model autocast_adapter_dtype=True, huggingface/peft pull request 1706).
+  bool peft_adapters_in_base_dtype() const { return peft && peft->before(0, 12); }
+};
+
+}  // namespace gpumem
