@@ -52,10 +52,20 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
     }
   }
   if (adapter) {
-    // PEFT LoRA: the input cast to the adapter dtype, then lora_A (saves its input, autocast-cast
-    // under amp), lora_B (saves lora_A's output). 16-bit adapters (PEFT < 0.12) over a 16-bit
-    // input under autocast read the input itself.
-    if (ctx.amp && (ctx.adapter_bytes != ctx.c || input_bytes != ctx.c)) {
+    if (ctx.config.framework == framework_profile::litgpt) {
+      // litgpt's LoRA (litgpt/lora.py: lora_dropout(x) @ lora_A.T, finetune/lora.py's
+      // lora_dropout 0.05) reads the dropped-out copy, not the input: the dropout keeps its mask,
+      // lora_A the copy — under autocast its 16-bit cast of a wider copy, which then lives for
+      // the matmul only.
+      if (own_dropout) {
+        const bool cast = ctx.amp && input_bytes != ctx.c;
+        m.saved.push_back(elems + elems * (cast ? ctx.c : input_bytes));
+        if (cast) m.transient = std::max(m.transient, elems * input_bytes);
+      }
+    } else if (ctx.amp && (ctx.adapter_bytes != ctx.c || input_bytes != ctx.c)) {
+      // PEFT LoRA: the input cast to the adapter dtype, then lora_A (saves its input,
+      // autocast-cast under amp), lora_B (saves lora_A's output). 16-bit adapters (PEFT < 0.12)
+      // over a 16-bit input under autocast read the input itself.
       m.saved.push_back(elems * ctx.c);
       if (input_bytes != ctx.adapter_bytes && ctx.adapter_bytes != ctx.c)
         m.transient = std::max(m.transient, elems * ctx.adapter_bytes);
@@ -63,11 +73,6 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
       shared_saved = true;
     }
     m.saved.push_back(ctx.tokens * ctx.config.lora_rank * ctx.c);
-    if (ctx.config.framework == framework_profile::litgpt && own_dropout) {
-      // litgpt's finetune/lora.py defaults lora_dropout to 0.05: the dropped-out copy and its
-      // mask are kept for lora_A.
-      m.saved.push_back(elems * ctx.c + elems);
-    }
   }
 }
 
