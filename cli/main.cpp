@@ -32,7 +32,7 @@ Usage:
                     [--finetune full|lora|dora|ia3|prompt_tuning|llama_adapter_v1|
                                 llama_adapter_v2 (litgpt)]
                     [--lora-r R] [--lora-targets q_proj,v_proj|all-linear (embed_tokens:
-                     LoRA on the token embedding)]
+                     LoRA on the token embedding)] [--lora-dropout P (PEFT 0, litgpt 0.05)]
                     [--modules-to-save embed_tokens,lm_head (PEFT's trained copies)]
                     [--ia3-targets k_proj,v_proj,down_proj (PEFT IA3's default)]
                     [--num-virtual-tokens N (prompt tuning)]
@@ -373,9 +373,11 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
     return targets;
   };
   if (args.options.count("lora-r") || args.options.count("lora-targets") ||
-      args.options.count("modules-to-save")) {
+      args.options.count("lora-dropout") || args.options.count("modules-to-save")) {
     ordered_json lora = ordered_json::object();
     if (args.options.count("lora-r")) lora["r"] = number_option(args.options.at("lora-r"));
+    if (args.options.count("lora-dropout"))
+      lora["dropout"] = number_option(args.options.at("lora-dropout"));
     if (args.options.count("lora-targets")) lora["targets"] = module_list("lora-targets");
     if (args.options.count("modules-to-save"))
       lora["modules_to_save"] = module_list("modules-to-save");

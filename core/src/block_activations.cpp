@@ -52,25 +52,29 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
     }
   }
   if (adapter) {
-    if (ctx.config.framework == framework_profile::litgpt) {
-      // litgpt's LoRA (litgpt/lora.py: lora_dropout(x) @ lora_A.T, finetune/lora.py's
-      // lora_dropout 0.05) reads the dropped-out copy, not the input: the dropout keeps its mask,
-      // lora_A the copy — under autocast its 16-bit cast of a wider copy, which then lives for
-      // the matmul only.
+    // What lora_A reads: PEFT casts the input to the adapter dtype first (_cast_input_dtype: a
+    // copy when they differ; litgpt and torchtune do not cast), and drops it out when
+    // lora_dropout > 0 — each adapter with a dropout of its own, litgpt's fused q/k/v adapters
+    // with one — keeping the mask (1 byte an element) and handing lora_A the copy (PEFT
+    // tuners/lora/layer.py Linear.forward: lora_B(lora_A(dropout(x))); litgpt/lora.py,
+    // torchtune modules/peft/lora.py). Under autocast lora_A keeps a 16-bit cast of a wider
+    // input (PEFT 0.12's fp32 adapters), and the wider copies live for the matmul only.
+    const std::uint64_t read_bytes =
+        ctx.config.framework == framework_profile::transformers ? ctx.adapter_bytes : input_bytes;
+    const bool cast = ctx.amp && read_bytes != ctx.c;  // autocast's copy is what lora_A keeps
+    if (read_bytes != input_bytes && cast) m.transient = std::max(m.transient, elems * read_bytes);
+    if (lora_dropout_of(ctx.config) > 0) {
       if (own_dropout) {
-        const bool cast = ctx.amp && input_bytes != ctx.c;
-        m.saved.push_back(elems + elems * (cast ? ctx.c : input_bytes));
-        if (cast) m.transient = std::max(m.transient, elems * input_bytes);
+        m.saved.push_back(elems + elems * (cast ? ctx.c : read_bytes));
+        // The wider dropped-out copy (beside PEFT's cast it was made from) until lora_A's cast.
+        if (cast)
+          m.transient =
+              std::max(m.transient, elems * read_bytes * (read_bytes != input_bytes ? 2 : 1));
       }
-    } else if (ctx.amp && (ctx.adapter_bytes != ctx.c || input_bytes != ctx.c)) {
-      // PEFT LoRA: the input cast to the adapter dtype, then lora_A (saves its input,
-      // autocast-cast under amp), lora_B (saves lora_A's output). 16-bit adapters (PEFT < 0.12)
-      // over a 16-bit input under autocast read the input itself.
-      m.saved.push_back(elems * ctx.c);
-      if (input_bytes != ctx.adapter_bytes && ctx.adapter_bytes != ctx.c)
-        m.transient = std::max(m.transient, elems * ctx.adapter_bytes);
+    } else if (cast || read_bytes != input_bytes) {
+      m.saved.push_back(elems * (cast ? ctx.c : read_bytes));
     } else {
-      shared_saved = true;
+      shared_saved = true;  // lora_A reads the input itself
     }
     m.saved.push_back(ctx.tokens * ctx.config.lora_rank * ctx.c);
   }

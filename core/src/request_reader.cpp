@@ -736,11 +736,12 @@ result<training_config> read_detailed_workload(const json& request, const model_
   if (out.finetune != finetune_kind::full) {
     if (out.finetune == finetune_kind::lora) {
       const json& lora = member(workload, "lora");
-      if (auto e =
-              unknown_keys(lora, "workload.lora", {"r", "alpha", "targets", "modules_to_save"}))
+      if (auto e = unknown_keys(lora, "workload.lora",
+                                {"r", "alpha", "dropout", "targets", "modules_to_save"}))
         return *e;
       config_reader lora_in(lora, "workload.lora", "request");
       out.lora_rank = lora_in.optional({"r"}, 8, 65536);
+      if (lora_in.has("dropout")) out.lora_dropout = lora_in.number("dropout", 0, 0, 1);
       auto targets =
           read_targets(lora, lora_in, "workload.lora", peft_default_targets(finetune_kind::lora));
       if (!targets.ok()) return targets.failure();

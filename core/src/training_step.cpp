@@ -112,6 +112,10 @@ std::uint64_t decoder_len(const training_config& config) {
   return config.target_len > 0 ? config.target_len : config.seq_len;
 }
 
+double lora_dropout_of(const training_config& config) {
+  return config.lora_dropout.value_or(config.framework == framework_profile::litgpt ? 0.05 : 0.0);
+}
+
 std::vector<std::string> peft_default_targets(finetune_kind kind) {
   if (kind == finetune_kind::lora) return {"q_proj", "v_proj"};
   if (kind == finetune_kind::ia3) return {"k_proj", "v_proj", "down_proj"};
@@ -428,6 +432,11 @@ std::optional<error> check_unsloth(const model_spec& spec, const training_config
   if (config.compute == compute_precision::fp32) {
     return error{"request.invalid_value", "workload.compute",
                  "[workload.compute] unsloth's kernels run in 16 bits: use amp_bf16 or amp_fp16"};
+  }
+  if (lora_dropout_of(config) > 0) {
+    return error{"request.invalid_value", "workload.lora.dropout",
+                 "[workload.lora.dropout] unsloth's fast LoRA kernels run without dropout "
+                 "(patch_peft_model skips layers with lora_dropout > 0): 0"};
   }
   if (config.attention == attention_kernel::eager || config.selective_recompute) {
     return error{"request.invalid_value",

@@ -300,6 +300,23 @@ TEST_CASE("the loss and the loop's outputs are choices of transformers runs") {
               "request.invalid_value", "workload.keep_outputs");
 }
 
+TEST_CASE("workload.lora.dropout: a probability, PEFT's 0 by default, refused by unsloth") {
+  const json none = estimate_llama_1b({{"micro_batch", 1}, {"finetune", "lora"}});
+  const json dropped =
+      estimate_llama_1b({{"micro_batch", 1}, {"finetune", "lora"}, {"lora", {{"dropout", 0.1}}}});
+  REQUIRE(none.at("ok") == true);
+  REQUIRE(dropped.at("ok") == true);
+  CHECK(dropped.at("result").at("peak_bytes") > none.at("result").at("peak_bytes"));
+  check_error(
+      estimate_llama_1b({{"micro_batch", 1}, {"finetune", "lora"}, {"lora", {{"dropout", 1.5}}}}),
+      "request.invalid_value", "workload.lora.dropout");
+  check_error(estimate_llama_1b({{"micro_batch", 1},
+                                 {"finetune", "lora"},
+                                 {"framework", "unsloth"},
+                                 {"lora", {{"targets", "all-linear"}, {"dropout", 0.05}}}}),
+              "request.invalid_value", "workload.lora.dropout");
+}
+
 TEST_CASE("workload.software: library releases, read and checked, with what they change") {
   // torch 1.x has no SDPA: the attention defaults to eager there, and says so.
   const json torch1 = estimate_llama_1b({{"micro_batch", 1}, {"software", {{"torch", "1.13.1"}}}});

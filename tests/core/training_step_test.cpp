@@ -2525,6 +2525,37 @@ TEST_CASE("litgpt's LoRA reads its dropped-out input: the mask and the copy, not
         2ULL * 2 * 128 * (256 * 1 + 256 * 2 + 8 * 2));
 }
 
+TEST_CASE("PEFT's LoRA dropout: each adapter keeps its mask and hands lora_A its own copy") {
+  const auto spec = tiny_llama();
+  REQUIRE(spec.ok());
+  training_config c;
+  c.finetune = finetune_kind::lora;
+  c.lora_targets = {"q_proj", "v_proj"};
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 2;
+  c.seq_len = 128;
+  training_config dropped = c;
+  dropped.lora_dropout = 0.05;
+  // Pure bf16: without dropout both adapters read the block's normed input (256 wide, 2 bytes),
+  // kept once; with it q's and v's dropouts each keep a mask (1 byte) and a copy (2 bytes).
+  CHECK(saved_bytes(spec.value(), dropped) - saved_bytes(spec.value(), c) ==
+        2ULL * 2 * 128 * (2 * (256 + 256 * 2) - 256 * 2));
+  // AMP (fp32 adapters): lora_A keeps autocast's 16-bit cast either way; the masks are added.
+  c.compute = dropped.compute = compute_precision::amp_bf16;
+  c.base_weight_bytes = dropped.base_weight_bytes = 2;
+  CHECK(saved_bytes(spec.value(), dropped) - saved_bytes(spec.value(), c) ==
+        2ULL * 2 * 128 * 2 * 256);
+  // litgpt drops out by default (0.05); 0 stated, its adapters read the input itself.
+  c.framework = framework_profile::litgpt;
+  c.compute = compute_precision::pure_bf16;
+  c.base_weight_bytes = 0;
+  CHECK(lora_dropout_of(c) == 0.05);
+  training_config none = c;
+  none.lora_dropout = 0.0;
+  CHECK(saved_bytes(spec.value(), c) - saved_bytes(spec.value(), none) ==
+        2ULL * 2 * 128 * (256 + 256 * 2 - 256 * 2));  // one shared dropout for q/k/v: its mask
+}
+
 TEST_CASE("library releases: PEP 440 versions read as major.minor") {
   const auto release = [](const char* text) {
     const auto r = parse_library_release(text);

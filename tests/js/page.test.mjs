@@ -121,7 +121,7 @@ test('trained copies (modules_to_save) reach the request, and hide for full fine
   await page.close();
 });
 
-test('library releases reach the request, and show where they change something', async () => {
+test('library releases and the LoRA dropout reach the request, shown where they change something', async () => {
   const page = await openPage('?v=1&method=single&ft=qlora&ckpt=0&mb=2&metric=allocated');
   const before = await shownPeak(page);
   await page.fill('#gm-bnb', '0.45.0');
@@ -140,6 +140,15 @@ test('library releases reach the request, and show where they change something',
   await page.waitForSelector('[data-testid=verdict]');
   state = stateFromQuery(new URL(page.url()).search);
   assert.equal(await shownPeak(page), facadePeak(state));
+  // PEFT's LoRA dropout: each adapter keeps a mask and its own dropped-out copy.
+  const undropped = await shownPeak(page);
+  await page.fill('#gm-ldrop', '0.1');
+  await page.waitForFunction((peak) => Number(document.querySelector('[data-testid=verdict]')
+    .getAttribute('data-peak-bytes')) !== peak, undropped);
+  state = stateFromQuery(new URL(page.url()).search);
+  assert.equal(requestFor(state, state.model).workload.lora.dropout, 0.1);
+  assert.equal(await shownPeak(page), facadePeak(state));
+  assert.ok(await shownPeak(page) > undropped);
   await page.selectOption('#gm-fw', 'litgpt');
   await page.waitForSelector('[data-field=torch]', { state: 'hidden' });
   assert.ok(await page.isHidden('[data-field=peft]'));

@@ -37,11 +37,11 @@ const LABELS = {
   unit: { gib: 'GiB', gb: 'GB' },
 };
 
-const TRAIN_ONLY = ['ft', 'r', 'targets', 'save', 'precision', 'opt', 'ckpt', 'loop', 'tgt', 'oopt', 'oparams', 'ograd', 'oact',
+const TRAIN_ONLY = ['ft', 'r', 'ldrop', 'targets', 'save', 'precision', 'opt', 'ckpt', 'loop', 'tgt', 'oopt', 'oparams', 'ograd', 'oact',
   'torch', 'bnb', 'peft'];
 const OFFLOAD = ['oopt', 'oparams', 'ograd', 'oact'];
 const INFERENCE_ONLY = ['weights', 'new', 'kv', 'kvdtype'];
-const DETAILED_ONLY = ['ft', 'r', 'targets', 'save', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'loop', 'tgt', 'metric', 'oopt',
+const DETAILED_ONLY = ['ft', 'r', 'ldrop', 'targets', 'save', 'precision', 'opt', 'ckpt', 'attn', 'fw', 'loop', 'tgt', 'metric', 'oopt',
   'oparams', 'ograd', 'oact', 'ram', 'disk', 'torch', 'bnb', 'peft'];
 
 function select(key, id) {
@@ -82,6 +82,7 @@ function formHtml(compact) {
       ${field('phase', 'Phase', select('phase', 'gm-phase'))}
       ${field('ft', 'Fine-tuning', select('ft', 'gm-ft'))}
       ${field('r', 'LoRA rank', text('r', 'type="number" min="1" step="1"'))}
+      ${field('ldrop', 'LoRA dropout', text('ldrop', 'type="number" min="0" max="1" step="any" placeholder="framework default"'))}
       ${field('targets', 'LoRA targets', text('targets', 'type="text" spellcheck="false"'))}
       ${field('save', 'Trained copies (modules_to_save)', text('save', 'type="text" spellcheck="false" placeholder="none, e.g. lm_head"'))}
       ${field('weights', 'Weights', select('weights', 'gm-weights'))}
@@ -222,7 +223,7 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       const key = el.dataset.field;
       let hidden = (inference && TRAIN_ONLY.includes(key)) || (!inference && INFERENCE_ONLY.includes(key));
       if (llmem && DETAILED_ONLY.includes(key)) hidden = true;
-      if (['r', 'targets', 'save'].includes(key) && (state.ft === 'full' || state.ft === 'ia3')) hidden = true;
+      if (['r', 'ldrop', 'targets', 'save'].includes(key) && (state.ft === 'full' || state.ft === 'ia3')) hidden = true;
       if (key === 'mode' && inference) hidden = true;
       // litgpt, torchtune, unsloth and torchtitan run their own loops and losses, their own
       // adapters, and torch 2.

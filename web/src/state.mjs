@@ -22,6 +22,7 @@ export const FIELDS = {
   },
   ft: { default: 'lora', choices: ['full', 'lora', 'qlora', 'lora_int8', 'dora', 'ia3'] },
   r: { default: '16' },
+  ldrop: { default: '' },  // LoRA dropout ('' = the framework's default)
   targets: { default: 'all-linear' },
   // PEFT's modules_to_save: trained full copies beside the adapters (embed_tokens, lm_head).
   save: { default: '' },
@@ -129,6 +130,7 @@ function trainingWorkload(state, plan, model) {
     const targets = names(state.targets);
     // An empty box means the default targets (q_proj, v_proj): the field is left out.
     w.lora = targets.length ? { r: number(state.r), targets } : { r: number(state.r) };
+    if (state.ldrop.trim()) w.lora.dropout = number(state.ldrop);
     const saved = names(state.save);
     if (saved.length) w.lora.modules_to_save = saved;
   }
@@ -219,6 +221,7 @@ export function cliFor(request) {
   if (w.keep_outputs) args.push('--keep-outputs');
   for (const [library, release] of Object.entries(w.software ?? {})) args.push(`--${library}-version`, release);
   if (w.lora) args.push('--lora-r', String(w.lora.r));
+  if (w.lora && w.lora.dropout !== undefined) args.push('--lora-dropout', String(w.lora.dropout));
   if (w.lora && w.lora.targets) args.push('--lora-targets', w.lora.targets.join(','));
   if (w.lora && w.lora.modules_to_save) args.push('--modules-to-save', w.lora.modules_to_save.join(','));
   if (w.kv_cache?.kind) args.push('--kv-cache', w.kv_cache.kind);

@@ -130,6 +130,9 @@ struct offload_placement {
 struct training_config {
   finetune_kind finetune = finetune_kind::full;
   std::uint64_t lora_rank = 8;
+  // LoRA's dropout on each adapter's input (PEFT lora_dropout, litgpt and torchtune
+  // lora_dropout), in [0, 1); unset: the framework's default (lora_dropout_of).
+  std::optional<double> lora_dropout;
   // LoRA's, or IA3's, target modules: names (q_proj, ...) or "all-linear"; IA3 scales the
   // outputs of its targets, and the inputs of MLP output projections (PEFT's feedforward
   // modules, down_proj).
@@ -223,6 +226,10 @@ struct training_config {
 
 // An encoder-decoder's decoder tokens per sequence: target_len, else as many as seq_len.
 std::uint64_t decoder_len(const training_config& config);
+
+// LoRA's dropout: the stated one, else the framework's default (litgpt's finetune/lora.py 0.05;
+// PEFT's LoraConfig and torchtune's LoRA builders 0).
+double lora_dropout_of(const training_config& config);
 
 // The name of `config`'s fine-tuning kind (dora for DoRA).
 const char* finetune_name(const training_config& config);
