@@ -46,7 +46,7 @@ std::optional<library_release> parse_library_release(const std::string& text) {
 }
 
 std::string release_name(const library_release& release) {
-  return std::to_string(release.major) + "." + std::to_string(release.minor);
+  return std::to_string(release.major_number) + "." + std::to_string(release.minor_number);
 }
 
 }  // namespace gpumem

@@ -10,11 +10,12 @@
 namespace gpumem {
 
 // A release's major and minor number ("2.4.1+cu121" is 2.4).
+// (Not named major and minor: glibc's <sys/sysmacros.h> defines macros of those names.)
 struct library_release {
-  unsigned major = 0;
-  unsigned minor = 0;
-  bool before(unsigned major_, unsigned minor_) const {
-    return major < major_ || (major == major_ && minor < minor_);
+  unsigned major_number = 0;
+  unsigned minor_number = 0;
+  bool before(unsigned major, unsigned minor) const {
+    return major_number < major || (major_number == major && minor_number < minor);
   }
 };
 
