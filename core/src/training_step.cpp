@@ -894,11 +894,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   ctx.norms_train = ctx.full || config.finetune == finetune_kind::llama_adapter_v2;
   ctx.quantized = !ctx.full && config.quantization != base_quantization::none;
   ctx.int8_base = ctx.quantized && config.quantization == base_quantization::int8;
-  // torchtune's QLoRA runs torchao's NF4Tensor, whose LinearNF4 saves the weight alone
-  // (torchao/dtypes/nf4tensor.py); transformers and litgpt run bitsandbytes.
+  // transformers and litgpt quantise to 4 bits with bitsandbytes; torchtune's QLoRA runs
+  // torchao's NF4Tensor, whose LinearNF4 saves the weight alone (torchao/dtypes/nf4tensor.py),
+  // and unsloth its own kernels.
+  const bool bitsandbytes_4bit = ctx.quantized && !ctx.int8_base &&
+                                 (config.framework == framework_profile::transformers ||
+                                  config.framework == framework_profile::litgpt);
   ctx.base_keeps_input =
-      ctx.quantized && (ctx.int8_base || (config.framework != framework_profile::torchtune &&
-                                          config.software.bnb_4bit_keeps_input()));
+      ctx.int8_base || (bitsandbytes_4bit && config.software.bnb_4bit_keeps_input());
   ctx.fp16_quant_state = ctx.quantized && config.framework == framework_profile::litgpt &&
                          (config.compute == compute_precision::amp_bf16 ||
                           config.compute == compute_precision::pure_bf16);
@@ -1002,10 +1005,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                         ": the adapters take the base weights' 16-bit dtype, as do their "
                         "gradients and optimizer states (PEFT 0.12 upcasts them to fp32)");
   }
-  const bool runs_bitsandbytes = ctx.quantized && !ctx.int8_base &&
-                                 (config.framework == framework_profile::transformers ||
-                                  config.framework == framework_profile::litgpt);
-  if (runs_bitsandbytes) {
+  if (bitsandbytes_4bit) {
     const std::string keeps = ctx.base_keeps_input
                                   ? "the 4-bit linears keep their inputs in ctx.tensors"
                                   : "the 4-bit linears keep no input (0.45 and later)";
