@@ -4,7 +4,7 @@
 import { chartHtml, hostChartHtml } from './chart.mjs';
 import { componentInfo } from './components.mjs';
 import { billions, count, escapeHtml, size } from './format.mjs';
-import { FIELDS, isEncoderDecoder, requestFor } from './state.mjs';
+import { FIELDS, isEncoderDecoder, requestFor, runsBitsandbytes4bit } from './state.mjs';
 
 const LABELS = {
   phase: { train: 'Fine-tune', inference: 'Inference' },
@@ -228,8 +228,8 @@ export function mountCalculator(root, { gpumem, state, compact = false, onChange
       // litgpt, torchtune, unsloth and torchtitan run their own loops and losses, their own
       // adapters, and torch 2.
       if (['loop', 'torch', 'peft'].includes(key) && state.fw !== 'transformers') hidden = true;
-      // bitsandbytes' release changes what its 4-bit base keeps (transformers and litgpt run it).
-      if (key === 'bnb' && (state.ft !== 'qlora' || !['transformers', 'litgpt'].includes(state.fw))) hidden = true;
+      // bitsandbytes' release changes what its 4-bit base keeps.
+      if (key === 'bnb' && !runsBitsandbytes4bit(state.ft, state.fw)) hidden = true;
       // The decoder's length, for a pasted encoder-decoder (T5) only.
       if (key === 'tgt' && !isEncoderDecoder(pasted)) hidden = true;
       if (key === 'mb' && state.method === 'auto' && !inference) hidden = true;

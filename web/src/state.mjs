@@ -92,6 +92,11 @@ export function queryFromState(state) {
   return `?${params.toString()}`;
 }
 
+// Whether a run (fine-tuning kind, framework) quantises its 4-bit base with bitsandbytes, whose
+// release then matters (transformers and litgpt; torchtune uses torchao's NF4, unsloth its own
+// kernels).
+export const runsBitsandbytes4bit = (ft, framework) => ft === 'qlora' && ['transformers', 'litgpt'].includes(framework);
+
 // A comma-separated box's names, blanks dropped.
 const names = (text) => text.split(',').map((t) => t.trim()).filter(Boolean);
 
@@ -148,13 +153,11 @@ function trainingWorkload(state, plan, model) {
   }
   if (state.tgt !== '' && isEncoderDecoder(model)) w.target_len = number(state.tgt);
   // The releases the form shows for this run: torch and PEFT under transformers, bitsandbytes
-  // for its 4-bit base under transformers or litgpt.
+  // where it quantises the base.
   const software = {};
   if (w.framework === 'transformers' && state.torch.trim()) software.torch = state.torch.trim();
   if (w.framework === 'transformers' && state.peft.trim()) software.peft = state.peft.trim();
-  if (state.ft === 'qlora' && ['transformers', 'litgpt'].includes(w.framework) && state.bnb.trim()) {
-    software.bitsandbytes = state.bnb.trim();
-  }
+  if (runsBitsandbytes4bit(state.ft, w.framework) && state.bnb.trim()) software.bitsandbytes = state.bnb.trim();
   if (Object.keys(software).length) w.software = software;
   if (!plan) w.micro_batch = number(state.mb);
   return w;
