@@ -8,11 +8,13 @@ import createGpumemCore from './gpumem_core.mjs';
 export const API_VERSION = 1;
 
 export class GpumemError extends Error {
-  constructor({ code, field, message }) {
+  // `range` ({min, max} in the field's own unit) when a number is outside its range.
+  constructor({ code, field, message, range }) {
     super(message);
     this.name = 'GpumemError';
     this.code = code;
     this.field = field;
+    if (range) this.range = range;
   }
 }
 

@@ -41,6 +41,15 @@ void config_reader::fail(std::string code, const std::string& key, std::string m
   if (!first_) first_ = error{std::move(code), field(key), std::move(message)};
 }
 
+void config_reader::fail_range(const std::string& key, std::string message, double min,
+                               double max) {
+  if (first_) return;
+  fail(code_prefix_ + ".invalid_value", key, std::move(message));
+  first_->has_range = true;
+  first_->range_min = min;
+  first_->range_max = max;
+}
+
 std::uint64_t config_reader::integer(const json& value, const char* key, std::uint64_t min,
                                      std::uint64_t max) {
   bool whole = value.is_number_integer();
@@ -61,9 +70,10 @@ std::uint64_t config_reader::integer(const json& value, const char* key, std::ui
     }
   }
   if (!in_range) {
-    fail(code_prefix_ + ".invalid_value", key,
-         "[" + field(key) + "] must be an integer in " + std::to_string(min) + ".." +
-             std::to_string(max) + ", got " + shown(value));
+    fail_range(key,
+               "[" + field(key) + "] must be an integer in " + std::to_string(min) + ".." +
+                   std::to_string(max) + ", got " + shown(value),
+               static_cast<double>(min), static_cast<double>(max));
     return min;
   }
   return result;
@@ -174,9 +184,10 @@ double config_reader::number(const char* key, double fallback, double min, doubl
   if (!has(key)) return fallback;
   const json& value = config_.at(key);
   if (!value.is_number() || !(value.get<double>() >= min) || !(value.get<double>() <= max)) {
-    fail(code_prefix_ + ".invalid_value", key,
-         "[" + field(key) + "] must be a number in " + json(min).dump() + ".." + json(max).dump() +
-             ", got " + shown(value));
+    fail_range(key,
+               "[" + field(key) + "] must be a number in " + json(min).dump() + ".." +
+                   json(max).dump() + ", got " + shown(value),
+               min, max);
     return fallback;
   }
   return value.get<double>();

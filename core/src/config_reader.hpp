@@ -51,6 +51,8 @@ class config_reader {
   std::size_t items(const char* key) const;
 
   void fail(std::string code, const std::string& key, std::string message);
+  // A value outside [min, max]: the error carries the range too.
+  void fail_range(const std::string& key, std::string message, double min, double max);
   std::string field(const std::string& key) const { return prefix_ + "." + key; }
 
   // The problems found, missing keys first; empty when the config was read cleanly. `purpose`

@@ -26,7 +26,34 @@ ordered_json rank_json(const rank_estimate& rank) {
           {"ranks", {{"first", rank.first_rank}, {"last", rank.last_rank}}},
           {"peak_bytes", rank.peak_bytes},
           {"fits", rank.fits},
+          {"verdict", verdict_name(rank.verdict)},
           {"components", std::move(components)}};
+}
+
+ordered_json timeline_json(const timeline_series& series, std::uint64_t constant_bytes) {
+  // The components present at some point of the step, in the categories' order.
+  std::array<bool, memory_category_count> present{};
+  for (const auto& sample : series.samples) {
+    for (std::size_t c = 0; c < memory_category_count; ++c) present[c] |= sample.by_category[c] > 0;
+  }
+  ordered_json samples = ordered_json::array();
+  for (const auto& sample : series.samples) {
+    ordered_json components = ordered_json::object();
+    for (std::size_t c = 0; c < memory_category_count; ++c) {
+      if (present[c])
+        components[category_name(static_cast<memory_category>(c))] = sample.by_category[c];
+    }
+    samples.push_back({{"event", sample.event},
+                       {"phase", series.phases.at(sample.phase)},
+                       {"allocated_bytes", sample.allocated},
+                       {"reserved_bytes", sample.reserved},
+                       {"components", std::move(components)}});
+  }
+  return {{"events", series.events},
+          {"phases", series.phases},
+          {"constant_bytes", constant_bytes},
+          {"peak_sample", series.peak_sample},
+          {"samples", std::move(samples)}};
 }
 
 ordered_json step_time_json(const step_time& s) {
@@ -96,17 +123,53 @@ ordered_json offload_json(const plan_candidate& c) {
           {"nvme_bytes_per_node", c.nvme_bytes_per_node}};
 }
 
+// The `parallel` of an estimate request that replays a candidate (with workload.micro_batch its
+// max_micro_batch, or 1 when none fits).
+ordered_json estimate_parallel_json(const plan_candidate& c) {
+  ordered_json out = {{"method", c.method}};
+  const bool llmem =
+      c.method == "cdp" || c.method == "adp" || c.method == "tp" || c.method == "dp_tp";
+  if (llmem) {
+    if (c.parallel.method == parallel_method::dp_tp) out["tp"] = c.parallel.tp;
+    return out;
+  }
+  if (c.parallel.method == parallel_method::dp_tp) out["tp"] = c.parallel.tp;
+  if (c.sequence_parallel) out["sequence_parallel"] = true;
+  if (c.parallel.cp > 1) {
+    out["cp"] = c.parallel.cp;
+    out["cp_kind"] = "ring";
+  }
+  if (c.pp > 1) {
+    out["pp"] = c.pp;
+    out["micro_batches"] = c.pp_micro_batches;
+  }
+  if (c.offload.any()) {
+    ordered_json offload = ordered_json::object();
+    const std::pair<const char*, offload_target> parts[] = {{"optimizer", c.offload.optimizer},
+                                                            {"params", c.offload.params},
+                                                            {"gradients", c.offload.gradients},
+                                                            {"activations", c.offload.activations}};
+    for (const auto& [name, target] : parts) {
+      if (target != offload_target::none) offload[name] = offload_target_name(target);
+    }
+    out["offload"] = std::move(offload);
+  }
+  return out;
+}
+
 }  // namespace
 
 ordered_json plan_json(const plan_result& plan) {
   ordered_json candidates = ordered_json::array();
   for (const auto& c : plan.candidates) {
     ordered_json entry = {{"method", c.method},
+                          {"label", candidate_label(c)},
                           {"tp", c.parallel.tp},
                           {"cp", c.parallel.cp},
                           {"sequence_parallel", c.sequence_parallel},
                           {"valid", c.valid},
                           {"fits", c.fits},
+                          {"verdict", verdict_name(c.at_max.verdict)},
                           {"max_micro_batch", c.max_micro_batch},
                           {"peak_bytes", c.at_max.peak_bytes},
                           {"tokens_per_s", c.speed.tokens_per_s},
@@ -114,6 +177,7 @@ ordered_json plan_json(const plan_result& plan) {
                           {"step_s", c.speed.step_s}};
     if (!c.valid) entry["note"] = c.note;
     if (c.offload.any()) entry["offload"] = offload_json(c);
+    entry["parallel"] = estimate_parallel_json(c);
     entry["per_gpu"] = ordered_json::array({rank_json(c.at_max)});
     entry["step_time"] = step_time_json(c.speed);
     candidates.push_back(std::move(entry));
@@ -122,12 +186,14 @@ ordered_json plan_json(const plan_result& plan) {
   if (plan.choice >= 0) {
     const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
     choice = {{"method", c.method},
+              {"label", candidate_label(c)},
               {"candidate", plan.choice},
               {"tp", c.parallel.tp},
               {"cp", c.parallel.cp},
               {"sequence_parallel", c.sequence_parallel},
               {"max_micro_batch", c.max_micro_batch},
               {"peak_bytes", c.at_max.peak_bytes},
+              {"verdict", verdict_name(c.at_max.verdict)},
               {"tokens_per_s", c.speed.tokens_per_s},
               {"reason", plan.reason}};
     if (c.offload.any()) choice["offload"] = offload_json(c);
@@ -143,6 +209,7 @@ ordered_json plan_json(const plan_result& plan) {
   }
   return {{"choice", std::move(choice)},
           {"reason", plan.reason},
+          {"unmatched_targets", plan.unmatched_targets},
           {"offload", std::move(offload)},
           {"candidates", std::move(candidates)}};
 }

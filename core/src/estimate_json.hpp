@@ -5,6 +5,7 @@
 
 #include "gpumem/hardware.hpp"
 #include "gpumem/llmem.hpp"
+#include "gpumem/memory_timeline.hpp"
 #include "gpumem/planner.hpp"
 #include "gpumem/step_time.hpp"
 
@@ -17,5 +18,10 @@ nlohmann::ordered_json m_init_json(const llmem_fixed& fixed);
 // One line per LLMem component: what it holds and where its formula comes from.
 nlohmann::ordered_json llmem_component_notes();
 nlohmann::ordered_json plan_json(const plan_result& plan);
+// A recorded step over time (options.timeline): its phases, and per sample the allocated and
+// reserved bytes and the allocated bytes by component; `constant_bytes` is what the device holds
+// beside the allocator (CUDA context, libraries, paged states), so that reserved plus it is what
+// nvidia-smi shows.
+nlohmann::ordered_json timeline_json(const timeline_series& series, std::uint64_t constant_bytes);
 
 }  // namespace gpumem

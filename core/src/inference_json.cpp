@@ -35,9 +35,11 @@ ordered_json workload_json(const inference_config& c) {
 
 result<ordered_json> inference_estimate_json(const json& request, const model_spec& spec,
                                              const cluster_spec& cluster, const std::string& metric,
+                                             std::size_t timeline_samples,
                                              std::vector<std::string>& warnings) {
   auto read = read_inference_request(request, spec, cluster.gpus, warnings);
   if (!read.ok()) return read.failure();
+  read.value().config.timeline_samples = timeline_samples;
   const inference_config& c = read.value().config;
   const std::uint64_t usable = cluster.gpu.memory_bytes - cluster.headroom_bytes;
   auto ranks = estimate_inference_ranks(spec, c, cluster.gpu, usable, cluster.cuda_context_bytes);
@@ -50,6 +52,8 @@ result<ordered_json> inference_estimate_json(const json& request, const model_sp
   out["workload"] = workload_json(c);
   out["peak_bytes"] = peak_in(worst, metric, cluster.cuda_context_bytes);
   out["fits"] = r.fits;
+  out["verdict"] = verdict_name(r.verdict);
+  if (!r.limited_by.empty()) out["limited_by"] = r.limited_by;
   out["peak_phase"] = worst.peak.phase;
   out["allocated_bytes"] = worst.peak.allocated;
   out["reserved_bytes"] = worst.peak_reserved;
@@ -71,11 +75,17 @@ result<ordered_json> inference_estimate_json(const json& request, const model_sp
                                         cluster.cuda_context_bytes);
     rank.peak_bytes = peak_in(r.stages[i], metric, cluster.cuda_context_bytes);
     rank.fits = r.stage_fits[i];
+    rank.verdict = r.stage_verdicts[i];
     rank.first_rank = c.pp_degree > 1 ? i : 0;
     rank.last_rank = c.pp_degree > 1 ? i : cluster.gpus - 1;
     per_gpu.push_back(rank_json(rank));
   }
   out["per_gpu"] = std::move(per_gpu);
+  if (!worst.timeline.samples.empty()) {
+    out["timeline"] =
+        timeline_json(worst.timeline, inference_device_used(worst, cluster.cuda_context_bytes) -
+                                          worst.peak_reserved);
+  }
   ordered_json notes = ordered_json::array();
   for (const auto& stage : r.stages) {
     for (const auto& n : stage.notes) {
@@ -118,7 +128,9 @@ result<ordered_json> inference_plan_json(const json& request, const model_spec& 
                           {"gpus", c.gpus},
                           {"valid", c.valid},
                           {"fits", c.fits},
+                          {"verdict", verdict_name(c.verdict)},
                           {"peak_bytes", c.peak_bytes}};
+    if (!c.limited_by.empty()) entry["limited_by"] = c.limited_by;
     if (!c.note.empty()) entry["note"] = c.note;
     candidates.push_back(std::move(entry));
   }
@@ -127,7 +139,10 @@ result<ordered_json> inference_plan_json(const json& request, const model_spec& 
   out["choice"] = nullptr;
   if (plan.choice >= 0) {
     const auto& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
-    out["choice"] = {{"method", c.method}, {"gpus", c.gpus}, {"peak_bytes", c.peak_bytes}};
+    out["choice"] = {{"method", c.method},
+                     {"candidate", plan.choice},
+                     {"gpus", c.gpus},
+                     {"peak_bytes", c.peak_bytes}};
   }
   out["reason"] = plan.reason;
   out["candidates"] = std::move(candidates);

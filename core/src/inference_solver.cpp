@@ -4,6 +4,31 @@
 
 namespace gpumem {
 
+namespace {
+
+// vLLM sizes its own reservation (gpu_memory_utilization of the card, vllm/worker/worker.py
+// determine_num_available_blocks): the headroom applies to the KV capacity it leaves, not to
+// the card. Every other framework packs to the usable memory.
+std::uint64_t memory_limit(const inference_config& config, std::uint64_t memory,
+                           std::uint64_t usable) {
+  return config.kv == kv_cache_kind::paged ? memory : usable;
+}
+
+fit_verdict serving_verdict(const inference_estimate& e, const inference_config& config,
+                            std::uint64_t memory, std::uint64_t usable, std::uint64_t used) {
+  if (config.kv != kv_cache_kind::paged) return judge_fit(used, memory, usable, e.fits_request);
+  if (used > memory || !e.fits_request) return fit_verdict::does_not_fit;
+  // The request's tokens against the capacity less the headroom's share of it.
+  const double headroom =
+      memory > 0 ? static_cast<double>(memory - usable) / static_cast<double>(memory) : 0.0;
+  const double demand = static_cast<double>(config.batch) *
+                        static_cast<double>(config.prompt_tokens + config.new_tokens);
+  return demand > static_cast<double>(e.kv_capacity_tokens) * (1.0 - headroom) ? fit_verdict::tight
+                                                                               : fit_verdict::fits;
+}
+
+}  // namespace
+
 result<inference_ranks> estimate_inference_ranks(const model_spec& spec,
                                                  const inference_config& config,
                                                  const gpu_spec& gpu, std::uint64_t usable_bytes,
@@ -17,13 +42,22 @@ result<inference_ranks> estimate_inference_ranks(const model_spec& spec,
     auto estimate = estimate_inference(spec, stage_config, gpu);
     if (!estimate.ok()) return estimate.failure();
     const std::uint64_t used = inference_device_used(estimate.value(), cuda_context_bytes);
-    const bool fits = used <= usable_bytes && estimate.value().fits_request;
+    const fit_verdict verdict =
+        serving_verdict(estimate.value(), stage_config, gpu.memory_bytes, usable_bytes, used);
+    const bool fits = verdict == fit_verdict::fits;
     if (used > worst_bytes) {
       worst_bytes = used;
       out.worst = out.stages.size();
     }
+    if (verdict != fit_verdict::fits && out.limited_by != "memory") {
+      out.limited_by = used > memory_limit(stage_config, gpu.memory_bytes, usable_bytes)
+                           ? "memory"
+                           : "kv_capacity";
+    }
     out.fits = out.fits && fits;
+    out.verdict = worse(out.verdict, verdict);
     out.stage_fits.push_back(fits);
+    out.stage_verdicts.push_back(verdict);
     out.stages.push_back(std::move(estimate.value()));
   }
   return out;
@@ -93,10 +127,13 @@ inference_plan plan_inference(const model_spec& spec, const inference_config& co
       auto ranks = estimate_inference_ranks(spec, trial, gpu, usable_bytes, cuda_context_bytes);
       if (!ranks.ok()) {
         candidate.valid = false;
+        candidate.limited_by = "invalid";
         candidate.note = ranks.failure().message;
       } else {
         const inference_ranks& r = ranks.value();
         candidate.fits = r.fits;
+        candidate.verdict = r.verdict;
+        candidate.limited_by = r.limited_by;
         candidate.peak_bytes = inference_device_used(r.stages[r.worst], cuda_context_bytes);
       }
       out.candidates.push_back(candidate);
@@ -105,18 +142,18 @@ inference_plan plan_inference(const model_spec& spec, const inference_config& co
     }
   }
   if (out.choice < 0) {
-    out.reason = (max_gpus == 1 ? std::string("nothing fits on one GPU")
-                                : "nothing fits on up to " + std::to_string(max_gpus) + " GPUs") +
+    out.reason = (max_gpus == 1 ? std::string("Nothing fits on one GPU")
+                                : "Nothing fits on up to " + std::to_string(max_gpus) + " GPUs") +
                  ": quantise the weights, shorten the context, serve fewer sequences at once or "
-                 "add GPUs";
+                 "add GPUs.";
   } else {
     const auto& c = out.candidates[static_cast<std::size_t>(out.choice)];
-    out.reason = c.gpus == 1 ? "one GPU serves the request"
+    out.reason = c.gpus == 1 ? "One GPU serves the request."
                              : std::to_string(c.gpus) + " GPUs are the fewest that serve it, " +
                                    (c.method == "tensor_parallel"
-                                        ? "with tensor parallelism (every GPU works on each token)"
+                                        ? "with tensor parallelism (every GPU works on each token)."
                                         : "with the layers split (tensor parallelism does not fit "
-                                          "or does not divide the model)");
+                                          "or does not divide the model).");
   }
   return out;
 }

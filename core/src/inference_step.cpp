@@ -578,6 +578,7 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   const std::uint64_t final_context = config.prompt_tokens + config.new_tokens - 1;
   out.kv_bytes_per_token = kv_cache_bytes(spec, config, 1);
   memory_timeline tl;
+  if (config.timeline_samples > 0) tl.record();
   tl.phase("load");
   if (!llama_cpp) {
     tl.allocate(cublas_workspace_bytes(gpu.architecture), cat::cuda_workspace);
@@ -722,6 +723,7 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   out.kv_cache_bytes = tl.peak().by_category[static_cast<std::size_t>(cat::kv_cache)];
   out.peak = tl.peak();
   out.peak_reserved = tl.peak_reserved();
+  if (config.timeline_samples > 0) out.timeline = tl.series(config.timeline_samples);
   return out;
 }
 

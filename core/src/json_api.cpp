@@ -17,6 +17,7 @@
 #include "inference_json.hpp"
 #include "model_json.hpp"
 #include "request_reader.hpp"
+#include "training_json.hpp"
 
 namespace gpumem {
 
@@ -58,6 +59,7 @@ std::string respond_error(const error& e) {
   out["api_version"] = api_version;
   out["ok"] = false;
   out["error"] = {{"code", e.code}, {"field", e.field}, {"message", e.message}};
+  if (e.has_range) out["error"]["range"] = {{"min", e.range_min}, {"max", e.range_max}};
   return serialized(out);
 }
 
@@ -174,7 +176,8 @@ result<training_context> read_training(const json& request) {
   if (!model.ok()) return model.failure();
   auto counts = count_params(model.value().spec);
   if (!counts.ok()) return counts.failure();
-  auto cluster = read_cluster(request);
+  auto cluster =
+      read_cluster(request, mode.value() == "detailed" ? default_detailed_headroom : 0.0);
   if (!cluster.ok()) return cluster.failure();
   auto settings = read_options(request);
   if (!settings.ok()) return settings.failure();
@@ -190,40 +193,11 @@ ordered_json model_identity(const training_context& c) {
   return out;
 }
 
-// The host and NVMe side of an offloaded step, per GPU and per node, against the budgets.
-ordered_json offload_json(const host_footprint& f, const cluster_spec& cluster) {
-  const std::uint64_t per_node = ranks_per_node(cluster);
-  ordered_json host = ordered_json::object();
-  for (const auto& part : f.host) host[part.name] = part.bytes;
-  ordered_json nvme = ordered_json::object();
-  for (const auto& part : f.nvme) nvme[part.name] = part.bytes;
-  const std::uint64_t host_node = f.host_bytes * per_node;
-  const std::uint64_t nvme_node = f.nvme_bytes * per_node;
-  const std::uint64_t load_node = f.load_bytes * f.loading_ranks;
-  const offload_speeds& s = cluster.host;
-  return {{"host_bytes_per_gpu", f.host_bytes},
-          {"pinned_bytes_per_gpu", f.pinned_bytes},
-          {"host_bytes_per_node", host_node},
-          {"load_host_bytes_per_gpu", f.load_bytes},
-          {"load_host_bytes_per_node", load_node},
-          {"nvme_bytes_per_gpu", f.nvme_bytes},
-          {"nvme_bytes_per_node", nvme_node},
-          {"host", std::move(host)},
-          {"nvme", std::move(nvme)},
-          {"fits_host_ram",
-           cluster.host_ram_bytes == 0 || std::max(host_node, load_node) <= cluster.host_ram_bytes},
-          {"fits_nvme", cluster.nvme_bytes == 0 || nvme_node <= cluster.nvme_bytes},
-          {"per_step",
-           {{"pcie_bytes", f.pcie_bytes},
-            {"pcie_s", cluster.gpu.host_link_bandwidth_bytes_per_s > 0
-                           ? f.pcie_bytes / cluster.gpu.host_link_bandwidth_bytes_per_s
-                           : 0.0},
-            {"nvme_read_bytes", f.nvme_read_bytes},
-            {"nvme_write_bytes", f.nvme_write_bytes},
-            {"nvme_s", f.nvme_read_bytes / s.nvme_read_bytes_per_s +
-                           f.nvme_write_bytes / s.nvme_write_bytes_per_s},
-            {"cpu_optimizer_params", f.cpu_optimizer_params},
-            {"cpu_optimizer_s", f.cpu_optimizer_params / s.cpu_optimizer_params_per_s}}}};
+// options.timeline belongs to a detailed estimate: one replayed step.
+error timeline_refused(const std::string& what) {
+  return {"request.invalid_value", "options.timeline",
+          "[options.timeline] applies to a detailed estimate (one replayed step), not to " + what +
+              ": estimate the chosen candidate with it"};
 }
 
 bool is_inference(const json& request) {
@@ -235,8 +209,8 @@ bool is_inference(const json& request) {
 std::string inference_estimate(const json& request, training_context& c) {
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
-  auto fields =
-      inference_estimate_json(request, c.model.spec, c.cluster, metric.value(), c.warnings);
+  auto fields = inference_estimate_json(request, c.model.spec, c.cluster, metric.value(),
+                                        c.settings.timeline_samples, c.warnings);
   if (!fields.ok()) return respond_error(fields.failure());
   ordered_json result;
   result["mode"] = "detailed";
@@ -249,160 +223,21 @@ std::string inference_estimate(const json& request, training_context& c) {
 
 // The detailed estimator for training: the step replayed through the caching allocator.
 std::string detailed_estimate(const json& request, training_context& c) {
-  if (auto e = unknown_keys(request, "",
-                            {"api_version", "command", "mode", "model", "cluster", "parallel",
-                             "workload", "options", "metric", "solve"})) {
-    return respond_error(*e);
-  }
   if (is_inference(request)) return inference_estimate(request, c);
-  if (request.contains("solve")) {
-    return respond_error({"request.invalid_value", "solve",
-                          "[solve] applies to inference (workload.phase \"inference\")"});
-  }
-  auto parallel = read_training_parallel(request, c.cluster.gpus, c.cluster.gpus_per_node);
-  if (!parallel.ok()) return respond_error(parallel.failure());
-  auto workload = read_detailed_workload(request, c.model.spec, false, c.warnings);
-  if (!workload.ok()) return respond_error(workload.failure());
-  const training_parallel& layout = parallel.value();
-  // Sharded QLoRA (ZeRO-3, FSDP) loads the 4-bit base without PEFT's kbit preparation.
-  if (shards_parameters(layout.sharding) &&
-      request.value("workload", json::object()).value("kbit_preparation", json(false)) ==
-          json(true)) {
-    return respond_error({"request.invalid_value", "workload.kbit_preparation",
-                          "[workload.kbit_preparation] sharded QLoRA (zero3, gemini, fsdp_*) "
-                          "loads its 4-bit base without it"});
-  }
-  workload.value().sharding = layout.sharding;
-  workload.value().dp_degree = layout.shard_group ? layout.shard_group : layout.dp * layout.cp;
-  workload.value().cp_degree = layout.cp;
-  workload.value().cp_kind = layout.cp_kind;
-  workload.value().tp_degree = layout.tp;
-  workload.value().sequence_parallel = layout.sequence_parallel;
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
-  workload.value().pp_degree = layout.pp;
-  workload.value().pp_micro_batches = layout.micro_batches;
-  workload.value().offload = layout.offload;
-  workload.value().reduce_bucket_elements = layout.reduce_bucket_elements;
-  workload.value().prefetch_bucket_elements = layout.prefetch_bucket_elements;
-  workload.value().persistence_threshold = layout.persistence_threshold;
-  workload.value().cuda_context_bytes = c.cluster.cuda_context_bytes;
-  const std::uint64_t usable = c.cluster.gpu.memory_bytes - c.cluster.headroom_bytes;
-  // One replay for data- and tensor-parallel ranks (they are alike), one per pipeline stage.
-  std::vector<rank_estimate> ranks;
-  std::vector<training_estimate> stages;
-  std::uint64_t gemini_kept = 0;  // Gemini "auto": chunk bytes its policy keeps on the GPU
-  for (std::uint64_t stage = 0; stage < layout.pp; ++stage) {
-    workload.value().pp_stage = stage;
-    auto estimate = estimate_training_step(c.model.spec, workload.value(), c.cluster.gpu);
-    if (!estimate.ok()) return respond_error(estimate.failure());
-    if (layout.gemini_auto) {
-      // The parameter chunks on the GPU (the optimizer where it was put) bound what Gemini's
-      // policy keeps there.
-      training_config on_gpu = workload.value();
-      on_gpu.offload.params = offload_target::none;
-      auto chunks_on_gpu = estimate_training_step(c.model.spec, on_gpu, c.cluster.gpu);
-      if (!chunks_on_gpu.ok()) return respond_error(chunks_on_gpu.failure());
-      const host_footprint cpu_host =
-          offload_footprint(c.model.spec, workload.value(), estimate.value());
-      gemini_kept =
-          gemini_chunks_kept(estimate.value().peak.allocated, chunks_on_gpu.value().peak.allocated,
-                             c.cluster.gpu.memory_bytes, host_parameter_bytes(cpu_host));
-      keep_chunks_on_gpu(estimate.value(), gemini_kept);
-    }
-    const auto& e = estimate.value();
-    const std::uint64_t device_used = device_used_bytes(e, c.cluster.cuda_context_bytes);
-    rank_estimate rank;
-    rank.components = peak_components(e, metric.value(), c.cluster.cuda_context_bytes);
-    // A stage's ranks are consecutive (Megatron-LM's order: tensor, then data, then pipeline).
-    const std::uint64_t per_stage = c.cluster.gpus / layout.pp;
-    rank.first_rank = stage * per_stage;
-    rank.last_rank = rank.first_rank + per_stage - 1;
-    rank.peak_bytes =
-        peak_in_metric(metric.value(), e.peak.allocated, e.peak_reserved, device_used);
-    // The card's total must hold the whole device footprint, whatever metric is reported.
-    rank.fits = device_used <= usable;
-    ranks.push_back(rank);
-    stages.push_back(e);
-  }
-  std::size_t worst = 0;
-  bool all_fit = true;
-  std::uint64_t trainable = 0;
-  for (std::size_t i = 0; i < ranks.size(); ++i) {
-    if (ranks[i].peak_bytes > ranks[worst].peak_bytes) worst = i;
-    all_fit = all_fit && ranks[i].fits;
-    trainable += stages[i].trainable_params;
-  }
-  const training_estimate& e = stages[worst];
+  training_answer_options options;
+  options.metric = metric.value();
+  options.timeline_samples = c.settings.timeline_samples;
+  options.max_micro_batch = c.settings.max_micro_batch;
+  auto fields = training_estimate_json(request, c.model.spec, c.cluster, options, c.warnings);
+  if (!fields.ok()) return respond_error(fields.failure());
   ordered_json result;
   result["mode"] = "detailed";
   result["metric"] = metric.value();
   result["model"] = model_identity(c);
   result["cluster"] = cluster_json(c.cluster);
-  result["parallel"] = {
-      {"method", request.value("parallel", json::object()).value("method", "single")},
-      {"dp", layout.dp},
-      {"tp", layout.tp},
-      {"sequence_parallel", layout.sequence_parallel},
-      {"pp", layout.pp}};
-  if (layout.shard_group) result["parallel"]["shard_group"] = layout.shard_group;
-  if (layout.cp > 1) {
-    result["parallel"]["cp"] = layout.cp;
-    result["parallel"]["cp_kind"] = context_parallel_kind_name(layout.cp_kind);
-  }
-  // The DeepSpeed buckets the replay used (stated or DeepSpeed's defaults).
-  if (layout.sharding == data_parallel::zero2) {
-    result["parallel"]["deepspeed"] = {{"reduce_bucket_size", layout.reduce_bucket_elements}};
-  } else if (layout.sharding == data_parallel::zero3) {
-    result["parallel"]["deepspeed"] = {
-        {"reduce_bucket_size", layout.reduce_bucket_elements},
-        {"stage3_prefetch_bucket_size", layout.prefetch_bucket_elements},
-        {"stage3_param_persistence_threshold", layout.persistence_threshold}};
-  }
-  if (layout.pp > 1)
-    result["parallel"]["micro_batches"] =
-        workload.value().pp_micro_batches ? workload.value().pp_micro_batches : layout.pp;
-  const auto& w = workload.value();
-  result["workload"] = {
-      {"phase", w.optimizer_step ? "train" : "forward_backward"},
-      {"finetune", finetune_name(w)},
-      {"micro_batch", w.micro_batch},
-      {"seq_len", w.seq_len},
-      {"grad_ckpt", w.selective_recompute ? json("selective") : json(w.grad_ckpt)},
-      {"attention", attention_kernel_name(w.attention)}};
-  if (c.model.spec.encoder_decoder) result["workload"]["target_len"] = decoder_len(w);
-  // The busiest rank's figures; every rank's in per_gpu.
-  result["peak_bytes"] = ranks[worst].peak_bytes;
-  result["fits"] = all_fit;
-  result["peak_phase"] = e.peak.phase;
-  result["allocated_bytes"] = e.peak.allocated;
-  result["reserved_bytes"] = e.peak_reserved;
-  result["device_used_bytes"] = device_used_bytes(e, c.cluster.cuda_context_bytes);
-  result["trainable_params"] = trainable;
-  ordered_json per_gpu = ordered_json::array();
-  for (const auto& rank : ranks) per_gpu.push_back(rank_json(rank));
-  result["per_gpu"] = std::move(per_gpu);
-  // What the replays read or assumed beyond the request (each note once, over the stages).
-  ordered_json notes = ordered_json::array();
-  for (const auto& stage : stages) {
-    for (const auto& note : stage.notes) {
-      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
-    }
-  }
-  result["notes"] = std::move(notes);
-  host_footprint host = offload_footprint(c.model.spec, workload.value(), e);
-  if (layout.offload.any() || host.host_bytes > 0) {
-    // The checkpoint's load through host memory is reported with offloading, as plans do.
-    if (layout.offload.any())
-      checkpoint_load_bytes(c.model.spec, workload.value(), ranks_per_node(c.cluster), host);
-    if (layout.gemini_auto) keep_chunks_off_host(host, gemini_kept);
-    if (auto too_large = check_node_totals(host, ranks_per_node(c.cluster)))
-      return respond_error(*too_large);
-    ordered_json part = offload_json(host, c.cluster);
-    all_fit = all_fit && part["fits_host_ram"].get<bool>() && part["fits_nvme"].get<bool>();
-    result["fits"] = all_fit;
-    result["offload"] = std::move(part);
-  }
+  result.update(fields.value());
   return respond("estimate", std::move(result), ordered_json(c.warnings));
 }
 
@@ -416,6 +251,11 @@ std::string estimate_command(const json& request) {
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
   if (read_mode(request).value() == "detailed") return detailed_estimate(request, c);
+  if (c.settings.timeline_samples > 0) return respond_error(timeline_refused("LLMem mode"));
+  if (request.contains("solve")) {
+    return respond_error({"request.invalid_value", "solve",
+                          "[solve] applies to the detailed estimator, not to LLMem mode"});
+  }
   auto parallel = read_parallel(request);
   if (!parallel.ok()) return respond_error(parallel.failure());
   auto workload = read_training_workload(request, c.model.spec, false, c.warnings);
@@ -450,6 +290,7 @@ std::string estimate_command(const json& request) {
                         {"seq_len", workload.value().seq_len}};
   result["peak_bytes"] = rank.peak_bytes;
   result["fits"] = rank.fits;
+  result["verdict"] = verdict_name(rank.verdict);
   result["per_gpu"] = ordered_json::array({rank_json(rank)});
   result["m_init"] = m_init_json(fixed.value());
   result["step_time"] = step_time_json(speed);
@@ -467,6 +308,7 @@ std::string plan_command(const json& request) {
   if (!context.ok()) return respond_error(context.failure());
   auto& c = context.value();
   const bool detailed = read_mode(request).value() == "detailed";
+  if (c.settings.timeline_samples > 0) return respond_error(timeline_refused("a plan"));
   if (detailed && is_inference(request)) {
     auto fields = inference_plan_json(request, c.model.spec, c.cluster, c.warnings);
     if (!fields.ok()) return respond_error(fields.failure());
@@ -487,6 +329,8 @@ std::string plan_command(const json& request) {
     auto workload = read_detailed_workload(request, c.model.spec, true, c.warnings);
     if (!workload.ok()) return respond_error(workload.failure());
     options.seq_len = workload.value().seq_len;
+    options.fixed_micro_batch = workload.value().micro_batch;
+    workload.value().micro_batch = 1;
     target_len = decoder_len(workload.value());
     plan = plan_detailed(c.model.spec, c.counts, c.cluster, workload.value(), options);
   } else {

@@ -240,6 +240,7 @@ rank_estimate llmem_estimate(const llmem_model& model, const llmem_fixed& fixed,
                                    ? cluster.gpu.memory_bytes - cluster.headroom_bytes
                                    : 0;
   out.fits = out.peak_bytes <= usable;
+  out.verdict = judge_fit(out.peak_bytes, cluster.gpu.memory_bytes, usable, true);
   return out;
 }
 

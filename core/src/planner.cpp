@@ -5,24 +5,42 @@
 #include <optional>
 
 #include "gpumem/offload.hpp"
+#include "number_text.hpp"
 
 namespace gpumem {
 
 namespace {
 
-std::string gib_text(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1ULL << 30));
-  return text;
+// An offload placement in words, e.g. "the optimizer on NVMe, the parameters in host RAM".
+std::string describe(const offload_placement& o) {
+  std::string out;
+  const std::pair<const char*, offload_target> parts[] = {{"the optimizer", o.optimizer},
+                                                          {"the parameters", o.params},
+                                                          {"the gradients", o.gradients},
+                                                          {"the activations", o.activations}};
+  for (const auto& [name, target] : parts) {
+    if (target == offload_target::none) continue;
+    out += std::string(out.empty() ? "" : ", ") + name +
+           (target == offload_target::cpu ? " in host RAM" : " on NVMe");
+  }
+  return out;
 }
 
-std::string label(const plan_candidate& c) {
-  std::string name = c.method;
+}  // namespace
+
+std::string candidate_label(const plan_candidate& c) {
+  std::string name = method_label(c.method);
   if (c.parallel.method == parallel_method::dp_tp)
-    name += " (tp " + std::to_string(c.parallel.tp) + ")";
-  if (c.parallel.cp > 1) name += " (cp " + std::to_string(c.parallel.cp) + ")";
+    name += " with " + std::to_string(c.parallel.tp) + "-way tensor parallelism";
+  if (c.parallel.cp > 1)
+    name += " with " + std::to_string(c.parallel.cp) + "-way context parallelism";
+  if (c.offload.any()) name += " with " + describe(c.offload);
   return name;
 }
+
+namespace {
+
+const auto label = candidate_label;
 
 // GPUs that share each of a candidate's sequences: its tensor-parallel group (TP over all the
 // GPUs, DP+TP's groups) and its context-parallel group; its micro-batch is per such group.
@@ -37,11 +55,7 @@ double sequences_per_gpu(const plan_candidate& c) {
   return static_cast<double>(c.max_micro_batch) / static_cast<double>(gpus_per_sequence(c));
 }
 
-std::string rate_text(double tokens_per_s) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f", tokens_per_s);
-  return text;
-}
+std::string rate_text(double tokens_per_s) { return grouped_number(tokens_per_s, 0); }
 
 std::uint64_t usable_bytes(const cluster_spec& cluster) {
   return cluster.gpu.memory_bytes > cluster.headroom_bytes
@@ -201,25 +215,6 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
   return plan;
 }
 
-namespace {
-
-// An offload placement in words, e.g. "the optimizer on NVMe, the parameters in host RAM".
-std::string describe(const offload_placement& o) {
-  std::string out;
-  const std::pair<const char*, offload_target> parts[] = {{"the optimizer", o.optimizer},
-                                                          {"the parameters", o.params},
-                                                          {"the gradients", o.gradients},
-                                                          {"the activations", o.activations}};
-  for (const auto& [name, target] : parts) {
-    if (target == offload_target::none) continue;
-    out += std::string(out.empty() ? "" : ", ") + name +
-           (target == offload_target::cpu ? " in host RAM" : " on NVMe");
-  }
-  return out;
-}
-
-}  // namespace
-
 result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
                                   const cluster_spec& cluster, const training_config& workload,
                                   const plan_options& options) {
@@ -241,8 +236,8 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       {"pipeline", data_parallel::none, parallel_method::single, true}};
   static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
   // What no layout changes is answered as the estimate answers it, not as "nothing fits".
-  std::vector<std::string> unmatched;
-  if (auto e = check_adapter_targets(spec, workload, unmatched)) return *e;
+  plan_result plan;
+  if (auto e = check_adapter_targets(spec, workload, plan.unmatched_targets)) return *e;
   // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
   if (auto e =
           check_training_lengths(spec, workload, 1, workload.seq_len + workload.virtual_tokens))
@@ -251,6 +246,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
   const std::uint64_t usable = usable_bytes(cluster);
   const std::uint64_t per_node = ranks_per_node(cluster);
+  const std::uint64_t fixed_batch = options.fixed_micro_batch;  // 0: the plan's to choose
   step_time_options speed = options.speed;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
                workload.compute == compute_precision::pure_bf16;
@@ -263,7 +259,6 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   speed.weight_gradients = workload.finetune == finetune_kind::full;
   speed.target_len = workload.target_len;
 
-  plan_result plan;
   std::optional<error> failure;
   // One candidate: its largest micro-batch whose GPU footprint (and, offloaded, host RAM and
   // NVMe per node) fits, and its speed there.
@@ -292,6 +287,8 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       // (p - 1) / m of the ideal time, stays under a quarter; Narayanan et al. 2021).
       config.pp_degree = cluster.gpus;
       config.pp_micro_batches = 4 * cluster.gpus;
+      c.pp = config.pp_degree;
+      c.pp_micro_batches = config.pp_micro_batches;
       if (cluster.gpus > spec.layers.size()) {
         c.valid = false;
         c.note = "a pipeline needs at least one block per GPU (" +
@@ -317,6 +314,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       host_footprint host;
       training_estimate estimate;
       bool fits = false;
+      fit_verdict verdict = fit_verdict::does_not_fit;
     };
     auto at = [&](std::uint64_t batch) {
       footprint f;
@@ -340,25 +338,31 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       f.host = offload_footprint(spec, config, f.estimate);
       // Host budgets are checked for offloaded runs (as the estimate does).
       if (config.offload.any()) checkpoint_load_bytes(spec, config, per_node, f.host);
-      f.fits = f.gpu <= usable && !check_node_totals(f.host, per_node) &&
-               (cluster.host_ram_bytes == 0 ||
-                host_ram_needed_per_node(f.host, per_node) <= cluster.host_ram_bytes) &&
-               (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes);
+      f.verdict = judge_fit(
+          f.gpu, cluster.gpu.memory_bytes, usable,
+          !check_node_totals(f.host, per_node) &&
+              (cluster.host_ram_bytes == 0 ||
+               host_ram_needed_per_node(f.host, per_node) <= cluster.host_ram_bytes) &&
+              (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes));
+      f.fits = f.verdict == fit_verdict::fits;
       return f;
     };
-    // The footprints of one sequence and of the largest micro-batch found to fit so far (each
+    // The footprints of the first micro-batch tried (one sequence, or the fixed micro-batch) and
+    // of the largest micro-batch found to fit so far (each
     // fitting probe is larger than the last), kept for the report.
     footprint at_one;
     footprint at_good;
     const auto fits = [&](std::uint64_t b) {
       footprint f = at(b);
       const bool fit = f.fits;
-      if (b == 1) at_one = f;
+      if (b == (fixed_batch ? fixed_batch : 1)) at_one = f;
       if (fit) at_good = std::move(f);
       return fit;
     };
+    // A micro-batch the request fixes is tried alone; otherwise the largest that fits.
+    const std::uint64_t first = fixed_batch ? fixed_batch : 1;
     std::uint64_t good = 0;
-    if (fits(1)) {
+    if (fits(first) && !fixed_batch) {
       good = 1;
       std::uint64_t bad = 2;
       while (bad <= options.max_micro_batch && fits(bad)) {
@@ -370,6 +374,8 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
         const std::uint64_t mid = good + (bad - good) / 2;
         (fits(mid) ? good : bad) = mid;
       }
+    } else if (fixed_batch && at_one.fits) {
+      good = fixed_batch;
     }
     if (failure &&
         (failure->code == "parallel.invalid_degree" || failure->code == "request.invalid_value")) {
@@ -380,7 +386,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     }
     c.max_micro_batch = good;
     c.fits = good > 0;
-    const std::uint64_t batch = c.fits ? good : 1;
+    const std::uint64_t batch = c.fits ? good : first;
     const footprint& f = c.fits ? at_good : at_one;
     if (auto too_large = check_node_totals(f.host, per_node)) {
       c.valid = false;
@@ -390,6 +396,7 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     c.at_max.last_rank = cluster.gpus - 1;
     c.at_max.peak_bytes = f.gpu;
     c.at_max.fits = c.fits;
+    c.at_max.verdict = f.verdict;
     c.at_max.components = peak_components(f.estimate, "device_used", cluster.cuda_context_bytes);
     c.host_bytes_per_node = host_ram_needed_per_node(f.host, per_node);
     c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
@@ -478,14 +485,19 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   }
   if (choose_fastest(plan)) {
     const plan_candidate& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
-    char speed_text[64];
-    std::snprintf(speed_text, sizeof speed_text, "%.1f", c.speed.tokens_per_s);
-    plan.reason = "Nothing fits on the GPUs alone. The fastest offload that fits: " + c.method +
-                  " with " + describe(c.offload) + ", micro-batch " +
-                  std::to_string(c.max_micro_batch) + " per GPU at about " + speed_text +
-                  " tokens/s; it needs " + gib_text(c.at_max.peak_bytes) + " per GPU, " +
-                  gib_text(c.host_bytes_per_node) + " of host RAM and " +
-                  gib_text(c.nvme_bytes_per_node) + " of NVMe per node.";
+    const std::string speed_text = grouped_number(c.speed.tokens_per_s, 0);
+    // A need without a stated budget is reported, not judged.
+    std::string unchecked;
+    if (cluster.host_ram_bytes == 0 && c.host_bytes_per_node > 0) unchecked = "host RAM";
+    if (cluster.nvme_bytes == 0 && c.nvme_bytes_per_node > 0)
+      unchecked += std::string(unchecked.empty() ? "" : " or ") + "NVMe";
+    plan.reason = "Nothing fits on the GPUs alone. The fastest offload that fits: " + label(c) +
+                  ", micro-batch " + std::to_string(c.max_micro_batch) + " per GPU at about " +
+                  speed_text + " tokens/s; it needs " + gib_text(c.at_max.peak_bytes) +
+                  " per GPU, " + gib_text(c.host_bytes_per_node) + " of host RAM and " +
+                  gib_text(c.nvme_bytes_per_node) + " of NVMe per node" +
+                  (unchecked.empty() ? std::string(".")
+                                     : " (no " + unchecked + " budget was stated: not checked).");
     return plan;
   }
   // Still nothing: the leanest configuration and the resource it is short of.

@@ -179,13 +179,13 @@ result<std::string> read_mode(const json& request) {
   return mode;
 }
 
-result<cluster_spec> read_cluster(const json& request) {
+result<cluster_spec> read_cluster(const json& request, double default_headroom) {
   if (auto e = check_object(request, "cluster")) return *e;
   const json& cluster = member(request, "cluster");
   if (auto e = unknown_keys(
           cluster, "cluster",
           {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_bytes_per_s", "cuda_context_bytes",
-           "headroom_bytes", "host_ram_bytes", "nvme_bytes", "nvme_read_bytes_per_s",
+           "headroom", "headroom_bytes", "host_ram_bytes", "nvme_bytes", "nvme_read_bytes_per_s",
            "nvme_write_bytes_per_s", "cpu_optimizer_params_per_s"})) {
     return *e;
   }
@@ -200,7 +200,17 @@ result<cluster_spec> read_cluster(const json& request) {
       "inter_node_bandwidth_bytes_per_s", spec.inter_node_bandwidth_bytes_per_s, 1e8, 1e13);
   spec.cuda_context_bytes = in.optional(
       {"cuda_context_bytes"}, default_cuda_context_bytes(spec.gpu.architecture), 1ULL << 34, 0);
-  spec.headroom_bytes = in.optional({"headroom_bytes"}, 0, spec.gpu.memory_bytes, 0);
+  // The memory a plan leaves free: stated in bytes or as a fraction of the GPU's memory, not both.
+  if (in.has("headroom") && in.has("headroom_bytes")) {
+    return error{
+        "request.invalid_value", "cluster.headroom",
+        "[cluster.headroom] and [cluster.headroom_bytes] both state the headroom: give one"};
+  }
+  const double fraction = in.number("headroom", default_headroom, 0.0, max_headroom_fraction);
+  spec.headroom_bytes =
+      in.optional({"headroom_bytes"},
+                  static_cast<std::uint64_t>(fraction * static_cast<double>(spec.gpu.memory_bytes)),
+                  spec.gpu.memory_bytes, 0);
   spec.host_ram_bytes = in.optional({"host_ram_bytes"}, 0, 1ULL << 50, 0);  // up to 1 PiB
   spec.nvme_bytes = in.optional({"nvme_bytes"}, 0, 1ULL << 53, 0);
   spec.host.nvme_read_bytes_per_s =
@@ -258,6 +268,11 @@ result<training_workload> read_training_workload(const json& request, const mode
         "[workload.phase] must be \"train\" in this mode (LLMem models fine-tuning steps)"};
   }
   training_workload out;
+  if (for_plan && in.present("micro_batch")) {
+    return error{"request.invalid_value", "workload.micro_batch",
+                 "[workload.micro_batch] LLMem's planner (its Algorithm 1) searches the batch: "
+                 "leave it out, or estimate one method at a fixed batch"};
+  }
   out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   if (auto problem = in.problem("required for an estimate")) return *problem;
@@ -636,7 +651,9 @@ result<training_config> read_detailed_workload(const json& request, const model_
   const auto framework = choice("framework", "transformers",
                                 {"transformers", "litgpt", "torchtune", "unsloth", "torchtitan"});
   const auto loss = choice("loss", "model", {"model", "plain_cross_entropy"});
-  out.micro_batch = for_plan ? 1 : in.required({"micro_batch"}, 1ULL << 20);
+  // A plan (or a solve) chooses the micro-batch unless the request fixes it: 0 then.
+  out.micro_batch = for_plan ? in.optional({"micro_batch"}, 0, 1ULL << 20)
+                             : in.required({"micro_batch"}, 1ULL << 20);
   out.seq_len = in.optional({"seq_len"}, out.seq_len, max_positions);
   out.target_len = in.optional({"target_len"}, 0, max_positions);  // 0: not given
   // grad_ckpt: true (every block recomputed), false, or "selective" (the attention core only;
@@ -798,11 +815,13 @@ result<training_config> read_detailed_workload(const json& request, const model_
 result<plan_settings> read_options(const json& request) {
   if (auto e = check_object(request, "options")) return *e;
   const json& options = member(request, "options");
-  if (auto e = unknown_keys(options, "options", {"mfu", "max_micro_batch"})) return *e;
+  if (auto e = unknown_keys(options, "options", {"mfu", "max_micro_batch", "timeline"})) return *e;
   config_reader in(options, "options", "request");
   plan_settings out;
   out.speed.mfu = in.number("mfu", default_mfu, 0.01, 1.0);
   out.max_micro_batch = in.optional({"max_micro_batch"}, out.max_micro_batch, 1ULL << 20);
+  out.timeline_samples =
+      static_cast<std::size_t>(in.optional({"timeline"}, 0, max_timeline_samples, 2));
   if (auto problem = in.problem("")) return *problem;
   return out;
 }

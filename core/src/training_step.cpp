@@ -1021,6 +1021,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                         " target '" + target +
                         "' names no linear module of this model; PEFT skips it");
   memory_timeline tl;
+  if (config.timeline_samples > 0) tl.record();
   // What the allocator's segments may take of the device (CUDA context and libraries aside).
   const std::uint64_t context =
       config.cuda_context_bytes.value_or(default_cuda_context_bytes(gpu.architecture));
@@ -2041,6 +2042,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   }
   out.peak = tl.peak();
   out.peak_reserved = tl.peak_reserved();
+  if (config.timeline_samples > 0) out.timeline = tl.series(config.timeline_samples);
   return out;
 }
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/estimate.hpp"
 #include "gpumem/inference_step.hpp"
 
 namespace gpumem {
@@ -14,9 +15,14 @@ namespace gpumem {
 struct inference_ranks {
   std::vector<inference_estimate> stages;  // one per pipeline stage (tensor-parallel ranks alike)
   std::vector<bool> stage_fits;
+  std::vector<fit_verdict> stage_verdicts;
   std::size_t worst = 0;  // the stage with the largest device footprint
   bool fits = false;      // every stage fits the usable memory, and (paged) the KV capacity the
                           // request's sequences
+  fit_verdict verdict = fit_verdict::fits;  // the worst stage's
+  // Why it does not fit: "memory", "kv_capacity" (vLLM's cache holds fewer sequences than the
+  // request's), "" when it fits.
+  std::string limited_by;
 };
 
 // Every stage of config.pp_degree, each with device_used against `usable_bytes`.
@@ -47,6 +53,8 @@ struct inference_candidate {
   std::uint64_t gpus = 1;
   bool valid = true;  // false: the model does not split this way (note says why)
   bool fits = false;
+  fit_verdict verdict = fit_verdict::does_not_fit;
+  std::string limited_by;        // as inference_ranks'; "invalid" when not valid
   std::uint64_t peak_bytes = 0;  // the busiest rank's device footprint
   std::string note;
 };

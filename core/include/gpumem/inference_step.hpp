@@ -59,6 +59,9 @@ struct inference_config {
   std::uint64_t tp_degree = 1;
   std::uint64_t pp_degree = 1;  // layers split over pp_degree GPUs; this replay is pp_stage
   std::uint64_t pp_stage = 0;
+  // Samples of the run's memory over time to report (0: none; options.timeline). vLLM and
+  // llama.cpp reserve fixed buffers, and have none.
+  std::size_t timeline_samples = 0;
 };
 
 struct inference_estimate {
@@ -73,6 +76,7 @@ struct inference_estimate {
   std::uint64_t concurrent_sequences = 0;
   bool fits_request = true;  // paged: the capacity holds the request's sequences
   std::vector<std::string> notes;
+  timeline_series timeline;  // when config.timeline_samples > 0 (not vLLM, llama.cpp)
 };
 
 // Fails with mode.unsupported_model for encoders and encoder-decoders, with

@@ -42,11 +42,36 @@ struct timeline_peak {
   std::array<std::uint64_t, memory_category_count> by_category{};  // live at that peak
 };
 
+// One point of a recorded step: after allocation or free number `event`, what the allocator
+// holds, and by category what is allocated.
+struct timeline_sample {
+  std::uint64_t event = 0;
+  std::uint64_t allocated = 0;
+  std::uint64_t reserved = 0;
+  std::size_t phase = 0;  // index into timeline_series::phases
+  std::array<std::uint64_t, memory_category_count> by_category{};
+};
+
+// A recorded step downsampled to at most a given number of samples: each sample is the moment of
+// most allocated bytes within its stretch of events, so the step's peak is one of them, exact.
+struct timeline_series {
+  std::uint64_t events = 0;         // allocations and frees replayed
+  std::vector<std::string> phases;  // in the order the step enters them
+  std::vector<timeline_sample> samples;
+  std::size_t peak_sample = 0;  // the sample holding the allocated peak
+};
+
 class memory_timeline {
  public:
+  // Keep every allocation and free for series() (off by default: a plan replays thousands of
+  // steps and needs only their peaks).
+  void record() { recording_ = true; }
+  // The recorded step in at most `max_samples` samples (at least 2).
+  timeline_series series(std::size_t max_samples) const;
+
   int allocate(std::uint64_t bytes, memory_category category);
   void free(int handle);
-  void phase(std::string name) { phase_ = std::move(name); }
+  void phase(std::string name);
   // The device memory PyTorch's segments may take before cached ones are given back.
   void limit(std::uint64_t bytes) { allocator_.set_limit(bytes); }
 
@@ -62,6 +87,19 @@ class memory_timeline {
   std::array<std::uint64_t, memory_category_count> live_{};
   std::string phase_;
   timeline_peak peak_;
+  // Recorded events: the bytes allocated and reserved after each, its phase, and the category
+  // and signed size it changed.
+  struct event {
+    std::uint64_t allocated;
+    std::uint64_t reserved;
+    std::int64_t delta;
+    std::uint32_t phase;
+    std::uint8_t category;
+  };
+  bool recording_ = false;
+  std::vector<event> events_;
+  std::vector<std::string> phases_;
+  void note_event(memory_category category, std::int64_t delta);
 };
 
 }  // namespace gpumem

@@ -29,9 +29,14 @@ struct plan_candidate {
   step_time speed;       // at max_micro_batch (offloaded: with the offload's time)
   bool fits = false;
   offload_placement offload;  // detailed plans: what the candidate offloads
+  std::uint64_t pp = 1;       // detailed pipeline: stages, and micro-batches per step
+  std::uint64_t pp_micro_batches = 0;
   std::uint64_t host_bytes_per_node = 0;
   std::uint64_t nvme_bytes_per_node = 0;
 };
+
+// A candidate as a person names it: "ZeRO-3 with 2-way tensor parallelism".
+std::string candidate_label(const plan_candidate& c);
 
 // What moves to host memory when nothing fits on the GPUs.
 struct offload_advice {
@@ -51,11 +56,15 @@ struct plan_result {
   std::string reason;
   offload_advice offload;
   std::vector<std::string> warnings;
+  std::vector<std::string> unmatched_targets;  // LoRA/IA3 targets naming no module (PEFT skips)
 };
 
 struct plan_options {
   std::uint64_t seq_len = 512;
   std::uint64_t max_micro_batch = 4096;  // search limit
+  // Detailed plans: a micro-batch the request fixes, tried alone for every candidate (0: each
+  // candidate's largest that fits).
+  std::uint64_t fixed_micro_batch = 0;
   step_time_options speed;
   bool exact_dp_tp_fraction = false;
 };

@@ -14,6 +14,11 @@ struct error {
   std::string code;
   std::string field;
   std::string message;
+  // A numeric field out of its range: the range, in the field's own unit, so that a form can say
+  // it in its units (the page's GiB for a byte count).
+  bool has_range = false;
+  double range_min = 0;
+  double range_max = 0;
 };
 
 template <class T>

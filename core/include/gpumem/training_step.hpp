@@ -222,6 +222,8 @@ struct training_config {
   std::optional<std::uint64_t> cuda_context_bytes;
   // The torch, bitsandbytes and PEFT releases, where one changes what the step keeps.
   software_stack software;
+  // Samples of the step's memory over time to report (0: none; options.timeline).
+  std::size_t timeline_samples = 0;
 };
 
 // An encoder-decoder's decoder tokens per sequence: target_len, else as many as seq_len.
@@ -253,6 +255,7 @@ struct training_estimate {
   // side from these): the saved activations of all blocks.
   std::uint64_t saved_activation_bytes = 0;
   std::vector<std::string> notes;
+  timeline_series timeline;  // when config.timeline_samples > 0
 };
 
 // The largest micro-batch of `seq_len`-token sequences whose training step stays below 2^53
