@@ -75,9 +75,11 @@ Usage:
                     [--kv-tokens T] [--gpu-memory-utilization U]
                     [--gpus N --method tensor_parallel|pipeline]
                     [--solve max_context|max_batch]
+                  training: [--solve max_batch] instead of --micro-batch: the largest that fits
+                  [--headroom F: the fraction of each GPU's memory kept free, default 0.05]
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
-                  [the detailed workload options above]
+                  [the detailed workload options above; --micro-batch B tries every method at B]
                                                the fastest method that fits, and its batch size;
                                                with --phase inference the fewest GPUs that serve
   gpumem validate FILE [--json]                score the estimators on measured points
@@ -323,6 +325,9 @@ bool training_request(const arguments& args, ordered_json& request) {
   if (args.options.count("gpus-per-node")) {
     request["cluster"]["gpus_per_node"] = number_option(args.options.at("gpus-per-node"));
   }
+  // The memory a plan leaves free, as a fraction of each GPU's (default 0.05 in detailed mode).
+  if (args.options.count("headroom"))
+    request["cluster"]["headroom"] = number_option(args.options.at("headroom"));
   // Host budgets per node for offloading, given in GiB.
   for (const auto& [flag, field] :
        {std::pair<const char*, const char*>{"host-ram-gib", "host_ram_bytes"},
@@ -455,6 +460,11 @@ void print_offload(const ordered_json& off) {
             << " s of CPU optimizer\n";
 }
 
+// A verdict as the tables print it.
+std::string verdict_text(const ordered_json& verdict) {
+  return verdict == "fits" ? "yes" : verdict == "tight" ? "tight" : "no";
+}
+
 int estimate_command(const arguments& args) {
   ordered_json request;
   if (!training_request(args, request)) return bad_input;
@@ -486,8 +496,8 @@ int estimate_command(const arguments& args) {
   }
   if (args.options.count("micro-batch")) {
     request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
-  } else if (!inference_phase(args)) {
-    return fail("estimate needs --micro-batch B");
+  } else if (!inference_phase(args) && !args.options.count("solve")) {
+    return fail("estimate needs --micro-batch B (or --solve max_batch)");
   }
   if (inference_phase(args) && !args.options.count("method")) request.erase("parallel");
   add_detailed_options(args, request);
@@ -504,9 +514,13 @@ int estimate_command(const arguments& args) {
     std::cout << "ranks " << rank["ranks"]["first"] << "-" << rank["ranks"]["last"] << ":\n";
     print_components(rank);
   }
+  const std::string verdict = r.value("verdict", "does_not_fit");
   std::cout << "\n"
-            << (r["fits"].get<bool>() ? "fits" : "does NOT fit") << " in "
-            << gib(r["cluster"]["usable_bytes"]) << " GiB per GPU";
+            << (verdict == "fits"    ? "fits with the headroom left"
+                : verdict == "tight" ? "tight: within the GPU's memory but not its headroom"
+                                     : "does NOT fit")
+            << " (" << gib(r["cluster"]["usable_bytes"]) << " of "
+            << gib(r["cluster"]["gpu"]["memory_bytes"]) << " GiB per GPU usable)";
   if (r.contains("peak_phase"))
     std::cout << "; the peak falls in the " << r["peak_phase"].get<std::string>();
   if (r.contains("step_time")) {
@@ -515,6 +529,10 @@ int estimate_command(const arguments& args) {
   }
   std::cout << "\n";
   if (r.contains("kv_cache")) print_kv_cache(r);
+  if (!r.contains("kv_cache") && r.contains("solution")) {
+    std::cout << "largest micro-batch that fits: " << r["solution"]["max_batch"] << " (limited by "
+              << r["solution"]["limited_by"].get<std::string>() << ")\n";
+  }
   if (r.contains("offload")) print_offload(r["offload"]);
   // (LLMem's notes explain its components, by name; the detailed estimator's are about the run.)
   const ordered_json notes = r.value("notes", ordered_json::array());
@@ -528,18 +546,20 @@ int plan_command(const arguments& args) {
   if (!training_request(args, request)) return bad_input;
   add_detailed_options(args, request);
   request.erase("metric");  // plans compare device footprints
-  // Training plans search the micro-batch; an inference plan serves the batch it is given.
-  if (inference_phase(args) && args.options.count("micro-batch"))
+  // Training plans search the micro-batch unless it is given; an inference plan serves the batch
+  // it is given.
+  if (args.options.count("micro-batch"))
     request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
   ordered_json r;
   int code = 0;
   if (!answer(args, request, r, code)) return code;
   if (inference_phase(args)) {
-    gpumem::cli::table t({"method", "GPUs", "fits", "peak GiB per GPU"});
+    gpumem::cli::table t({"method", "GPUs", "fits", "peak GiB per GPU", "limited by"});
     for (const auto& c : r["candidates"]) {
       t.row({c["method"], std::to_string(c["gpus"].get<std::uint64_t>()),
-             c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
-             c["valid"].get<bool>() ? gib(c["peak_bytes"]) : "-"});
+             c["valid"].get<bool>() ? verdict_text(c["verdict"]) : "invalid",
+             c["valid"].get<bool>() ? gib(c["peak_bytes"]) : "-",
+             c.value("limited_by", std::string("-"))});
     }
     std::cout << t.render() << "\n" << r["reason"].get<std::string>() << "\n";
     return 0;
@@ -557,7 +577,7 @@ int plan_command(const arguments& args) {
       }
     }
     t.row({c["method"], std::to_string(c["tp"].get<int>()), std::to_string(c["cp"].get<int>()),
-           offload, c["valid"].get<bool>() ? (c["fits"].get<bool>() ? "yes" : "no") : "invalid",
+           offload, c["valid"].get<bool>() ? verdict_text(c["verdict"]) : "invalid",
            std::to_string(c["max_micro_batch"].get<std::uint64_t>()), gib(c["peak_bytes"]),
            gpumem::cli::fixed(c["tokens_per_s"].get<double>(), 0)});
   }
