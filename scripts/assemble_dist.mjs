@@ -1,14 +1,20 @@
 // Assembles the static site in dist/ (run by scripts/build.sh):
 // - the page's sources (web/) and the ES modules hosts import (gpumem.mjs, the custom element);
-// - calculator.js: the page as one classic script (the classic wasm loader, the facade and
-//   web/src/*.mjs with their import/export lines removed), so that the same files run from a
-//   static server and from file://, where browsers refuse ES modules (toolchain.md Q12);
+// - calculator.js: the page (web/src/boot.mjs and what it imports) bundled by esbuild as one
+//   classic script, so that the same files run from a static server and from file://, where
+//   browsers refuse ES modules (toolchain.md Q12);
+// - core.js: the wasm loader, the facade and the worker's handler (web/src/core_worker.mjs) as one
+//   classic script, which the page runs in a Web Worker (or, from file://, on the page);
 // - wasm-inline.js: the .wasm as base64, loaded only from file://, where fetch() cannot read it;
-// - sw.js: the service worker with the list of files to pre-cache and a version from their
-//   contents.
+// - methodology.html and llmem.html: docs/methodology.md and docs/llmem.md rendered by marked, each
+//   heading with an anchor (the page links every component to its explanation);
+// - sw.js: the service worker with the files a visit needs pre-cached and a version from the
+//   contents of the site.
 import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync, readdirSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { Marked } from 'marked';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const dist = `${root}dist/`;
@@ -16,61 +22,66 @@ const wasmDir = `${root}build/wasm/wasm/`;
 
 rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist);
-cpSync(`${root}web/`, dist, { recursive: true, filter: (path) => !path.endsWith('sw.template.js') });
+const skipped = ['sw.template.js', 'boot.mjs', 'docs.template.html'];
+cpSync(`${root}web/`, dist, { recursive: true, filter: (path) => !skipped.some((name) => path.endsWith(name)) });
 for (const file of ['gpumem.mjs', 'gpumem_core.mjs', 'gpumem_core.wasm']) cpSync(`${wasmDir}${file}`, `${dist}${file}`);
-const wasm = readFileSync(`${wasmDir}gpumem_core.wasm`);
-if (!wasm.equals(readFileSync(`${wasmDir}gpumem_core_classic.wasm`))) {
-  throw new Error('the classic and ES builds produced different .wasm files');
+
+// Browsers of the last three years (module workers aside: the worker is a classic script).
+const common = { bundle: true, format: 'iife', minify: true, target: ['chrome100', 'firefox100', 'safari15'], logLevel: 'warning' };
+await build({ ...common, entryPoints: [`${root}web/src/boot.mjs`], outfile: `${dist}calculator.js` });
+await build({
+  ...common,
+  stdin: {
+    contents: `import { loadGpumem } from './gpumem.mjs';\nimport { serveCore } from ${JSON.stringify(`${root}web/src/core_worker.mjs`)};\nserveCore(loadGpumem);\n`,
+    resolveDir: wasmDir,
+    sourcefile: 'core.js',
+  },
+  // The loader finds its .wasm beside the script that runs it; Node's file reading is never bundled.
+  define: { 'import.meta.url': 'self.location.href' },
+  external: ['node:*'],
+  outfile: `${dist}core.js`,
+});
+writeFileSync(`${dist}wasm-inline.js`, `globalThis.GPUMEM_WASM_BASE64 = '${readFileSync(`${wasmDir}gpumem_core.wasm`).toString('base64')}';\n`);
+
+// The documents, with an anchor on every heading (GitHub's style of slug, numbered on a repeat).
+function renderDoc(markdown, title) {
+  const seen = new Map();
+  const marked = new Marked({
+    renderer: {
+      heading({ tokens, depth }) {
+        const html = this.parser.parseInline(tokens);
+        const base = html.replace(/<[^>]+>/g, '').toLowerCase().replace(/&[a-z#0-9]+;/g, '')
+          .replace(/[^\w\- ]/g, '').trim().replace(/ /g, '-');
+        const n = seen.get(base) ?? 0;
+        seen.set(base, n + 1);
+        const id = n ? `${base}-${n}` : base;
+        return `<h${depth} id="${id}"><a href="#${id}">${html}</a></h${depth}>\n`;
+      },
+    },
+  });
+  const body = marked.parse(markdown).replace(/href="(?:docs\/)?(methodology|llmem|api)\.md/g, 'href="$1.html');
+  return readFileSync(`${root}web/docs.template.html`, 'utf8').replace('__TITLE__', title).replace('__BODY__', body);
+}
+for (const [doc, title] of [['methodology', 'How gpumem computes memory'], ['llmem', 'LLMem mode and the planner'], ['api', 'The gpumem JSON API']]) {
+  writeFileSync(`${dist}${doc}.html`, renderDoc(readFileSync(`${root}docs/${doc}.md`, 'utf8'), title));
 }
 
-// The modules in dependency order; each may import only earlier ones.
-const modules = ['web/src/format.mjs', 'web/src/components.mjs', 'web/src/chart.mjs', 'web/src/state.mjs',
-  'web/src/calculator.mjs', 'build/wasm/wasm/gpumem.mjs', 'web/src/page.mjs'];
-function classic(path) {
-  const source = readFileSync(`${root}${path}`, 'utf8')
-    .replace(/^import [^;\n]* from '[^']+';\n/gm, '')
-    .replace(/^export (?=(async )?function |class |const |let )/gm, '')
-    // Only Node's path of the facade reads import.meta (a syntax error in a classic script); in
-    // the page, files resolve against the page itself.
-    .replace(/import\.meta\.url/g, 'location.href')
-    // Comment-only lines stay in the sources (no template literal of these modules has one): the
-    // page downloads 2 KB less (bench/page_bench.mjs, target 250 KB gzip).
-    .replace(/^[ \t]*\/\/.*\n/gm, '');
-  if (/^\s*(import|export)\s/m.test(source)) throw new Error(`${path}: an import or export the bundler does not handle`);
-  return `// ${path}\n${source}`;
-}
-const entry = `const start = () => startPage({ compact: document.body.hasAttribute('data-compact') });
-if (location.protocol === 'file:') {
-  const inline = document.createElement('script');
-  inline.src = 'wasm-inline.js';
-  inline.onload = start;
-  document.head.append(inline);
-} else {
-  start();
-}`;
-writeFileSync(`${dist}calculator.js`, `// Generated by scripts/assemble_dist.mjs from ${modules.join(', ')}.
-${readFileSync(`${wasmDir}gpumem_core_classic.js`, 'utf8')}
-(() => {
-'use strict';
-${modules.map(classic).join('\n')}
-${entry}
-})();
-`);
-writeFileSync(`${dist}wasm-inline.js`, `globalThis.GPUMEM_WASM_BASE64 = '${wasm.toString('base64')}';\n`);
-
-// The service worker: everything a visit over HTTP loads, versioned by content.
+// The service worker: everything a visit over HTTP loads, versioned by the whole site's content;
+// the documents are cached when first read.
 const files = [];
 (function walk(dir, prefix) {
   for (const name of readdirSync(dir).sort()) {
     const path = `${dir}${name}`;
     if (statSync(path).isDirectory()) walk(`${path}/`, `${prefix}${name}/`);
-    else if (!['wasm-inline.js', 'sw.js'].includes(name)) files.push(`${prefix}${name}`);
+    else if (name !== 'sw.js') files.push(`${prefix}${name}`);
   }
 })(dist, '');
 const hash = createHash('sha256');
 for (const f of files) hash.update(f).update(readFileSync(`${dist}${f}`));
+const precached = files.filter((f) => !f.endsWith('.html') || ['index.html', 'embed.html'].includes(f))
+  .filter((f) => f !== 'wasm-inline.js');
 const template = readFileSync(`${root}web/sw.template.js`, 'utf8');
 writeFileSync(`${dist}sw.js`, template
   .replace("'__VERSION__'", JSON.stringify(hash.digest('hex').slice(0, 16)))
-  .replace("['__FILES__']", JSON.stringify(['./', ...files])));
-console.log(`dist/ assembled at ${dist} (${files.length} files pre-cached)`);
+  .replace("['__FILES__']", JSON.stringify(['./', ...precached])));
+console.log(`dist/ assembled at ${dist} (${precached.length} files pre-cached)`);

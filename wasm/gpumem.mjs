@@ -37,11 +37,17 @@ class Gpumem {
   // Any API request (object or JSON text) -> the whole response {api_version, ok, command,
   // result, warnings}. `api_version` defaults to 1. Throws GpumemError when ok is false.
   request(request) {
-    const text =
-      typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...request });
-    const response = JSON.parse(this.#core.handleRequest(text));
+    const response = this.respond(request);
     if (!response.ok) throw new GpumemError(response.error);
     return response;
+  }
+
+  // The whole response, whether the core answered or refused ({ok: false, error}): for callers
+  // that handle both, like the page's worker.
+  respond(request) {
+    const text =
+      typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...request });
+    return JSON.parse(this.#core.handleRequest(text));
   }
 
   // `model`: a preset id, {preset}, or {config: {...config.json...}}.

@@ -1,21 +1,35 @@
-// Number and text formatting for the calculator. Units: GiB (2^30 bytes) or GB (10^9).
+// Number and text formatting for the calculator, one format everywhere: thousands grouped with
+// commas and fixed decimals per kind of quantity. Units: GiB (2^30 bytes) or GB (10^9).
 
 const UNITS = { gib: { bytes: 2 ** 30, label: 'GiB' }, gb: { bytes: 1e9, label: 'GB' } };
 
-export function size(bytes, unit) {
-  const u = UNITS[unit] ?? UNITS.gib;
-  const value = bytes / u.bytes;
-  return `${value.toFixed(value >= 100 ? 1 : 2)} ${u.label}`;
+export function grouped(n, decimals = 0) {
+  return Number(n).toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
 }
 
-export function count(n) {
-  return Number(n).toLocaleString('en-US');
+// Memory: two decimals in the chosen unit ("21.35 GiB", "6,843.20 GiB").
+export function size(bytes, unit) {
+  const u = UNITS[unit] ?? UNITS.gib;
+  return `${grouped(bytes / u.bytes, 2)} ${u.label}`;
 }
+
+export const count = (n) => grouped(Math.round(n), 0);
+
+// A fraction as a percentage with one decimal ("11.3 %").
+export const percent = (fraction) => `${grouped(fraction * 100, 1)} %`;
+
+export const billions = (n) => `${grouped(n / 1e9, 2)} B`;
+
+export const plural = (n, one, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;
 
 export function escapeHtml(text) {
   return String(text).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-export function billions(n) {
-  return `${(n / 1e9).toFixed(n >= 1e10 ? 1 : 2)} B`;
+// A duration in words ("3.2 hours", "5.1 days").
+export function duration(seconds) {
+  if (seconds < 90) return `${grouped(seconds, 0)} s`;
+  if (seconds < 5400) return `${grouped(seconds / 60, 1)} minutes`;
+  if (seconds < 2 * 86400) return `${grouped(seconds / 3600, 1)} hours`;
+  return `${grouped(seconds / 86400, 1)} days`;
 }

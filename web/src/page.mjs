@@ -1,8 +1,9 @@
-// The page (index.html) and the iframe embed (embed.html): the calculator with its state in
-// the URL query (written with history.replaceState, restored on load and on back/forward), the
-// copy buttons, and the service worker that keeps the site usable offline.
-import { loadGpumem } from '../gpumem.mjs';
+// The page (index.html) and the iframe embed (embed.html): the calculator with its state in the
+// URL query (written with history.replaceState, restored on load and on back/forward), the copy
+// buttons, and the service worker that keeps the site usable offline. The core runs in a Web
+// Worker (core.js); from file://, where browsers refuse workers of local files, on the page.
 import { mountCalculator } from './calculator.mjs';
+import { inThreadClient, workerClient } from './core_client.mjs';
 import { cliFor, queryFromState, stateFromQuery } from './state.mjs';
 
 const byId = (id) => document.getElementById(id);
@@ -45,28 +46,24 @@ function registerServiceWorker() {
 // file:// cannot fetch the .wasm: wasm-inline.js carries it as base64 (scripts/assemble_dist.mjs).
 function inlineWasm() {
   const base64 = globalThis.GPUMEM_WASM_BASE64;
-  if (!base64) return undefined;
-  const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-  return bytes;
+  return base64 ? Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)) : undefined;
+}
+
+function coreClient() {
+  if (location.protocol === 'file:') return inThreadClient(globalThis.gpumemCoreServer(inlineWasm()));
+  return workerClient('core.js');
 }
 
 export async function startPage({ compact = false } = {}) {
-  const result = document.querySelector('main');
+  const main = document.querySelector('main');
   try {
-    // The classic loader (calculator.js) would look for its own gpumem_core_classic.wasm: the
-    // site ships one .wasm, the same bytes (scripts/assemble_dist.mjs).
-    const gpumem = await loadGpumem({
-      wasmBinary: inlineWasm(),
-      locateFile: (path, directory) => directory + path.replace('gpumem_core_classic', 'gpumem_core'),
-    });
-    const state = stateFromQuery(location.search);
     const calculator = mountCalculator(byId('calculator'), {
-      gpumem,
-      state,
+      client: coreClient(),
+      state: stateFromQuery(location.search),
       compact,
+      fullLink: compact ? (state) => `index.html${queryFromState(state)}` : null,
       onChange: (next) => {
-        if (compact) return;
-        history.replaceState(null, '', queryFromState(next) + location.hash);
+        if (!compact) history.replaceState(null, '', queryFromState(next) + location.hash);
       },
     });
     window.addEventListener('popstate', () => calculator.set(stateFromQuery(location.search)));
@@ -79,7 +76,7 @@ export async function startPage({ compact = false } = {}) {
     }
     if (!compact) registerServiceWorker();
   } catch (error) {
-    result.insertAdjacentHTML('beforeend', '<p class="error" role="alert"></p>');
-    result.lastElementChild.textContent = `gpumem could not start: ${error.message}`;
+    main.insertAdjacentHTML('beforeend', '<p class="error" role="alert"></p>');
+    main.lastElementChild.textContent = `gpumem could not start: ${error.message}`;
   }
 }

@@ -1,6 +1,6 @@
 // The calculator's whole state as a flat object of strings, its readable URL query (the same
-// names; defaults omitted), and the API request and CLI command it stands for. Nothing here
-// computes memory: requests go to the facade.
+// names; defaults omitted), and the API requests and CLI command it stands for. Nothing here
+// computes memory: requests go to the core.
 
 export const STATE_VERSION = '1';
 
@@ -8,11 +8,14 @@ export const STATE_VERSION = '1';
 // element's attributes use these names.
 export const FIELDS = {
   model: { default: 'meta-llama/Llama-3.1-8B' },
+  // A pasted config.json, deflate-compressed and base64url-encoded (share.mjs); '' = none.
+  cfg: { default: '' },
   gpu: { default: 'rtx-4090' },
   mem: { default: '' },  // custom GPU memory in GiB ('' = the preset's)
   bw: { default: '' },   // custom memory bandwidth in GB/s ('' = the preset's)
   gpus: { default: '1' },  // GPUs per node
   nodes: { default: '1' },
+  headroom: { default: '' },  // % of each GPU a plan leaves free ('' = the core's default, 5 %)
   phase: { default: 'train', choices: ['train', 'inference'] },
   mode: { default: 'detailed', choices: ['detailed', 'llmem'] },
   method: {
@@ -20,6 +23,8 @@ export const FIELDS = {
     choices: ['auto', 'single', 'ddp', 'zero1', 'zero2', 'zero3', 'fsdp_full_shard',
       'fsdp_shard_grad_op', 'tensor_parallel', 'pipeline', 'cdp', 'adp', 'tp'],
   },
+  // The plan candidate shown ('' = the plan's choice); any other change returns to the choice.
+  cand: { default: '' },
   ft: { default: 'lora', choices: ['full', 'lora', 'qlora', 'lora_int8', 'dora', 'ia3'] },
   r: { default: '16' },
   ldrop: { default: '' },  // LoRA dropout ('' = the framework's default)
@@ -28,7 +33,8 @@ export const FIELDS = {
   save: { default: '' },
   precision: { default: 'amp_bf16', choices: ['amp_bf16', 'amp_fp16', 'pure_bf16', 'pure_fp16', 'fp32'] },
   opt: { default: 'adamw', choices: ['adamw', 'adamw_8bit', 'adafactor', 'sgd', 'sgd_momentum'] },
-  mb: { default: '1' },
+  // Sequences per GPU: '' = the planner chooses (training); serving: sequences at once, '' = 1.
+  mb: { default: '' },
   seq: { default: '1024' },
   tgt: { default: '' },  // an encoder-decoder's decoder tokens ('' = as many as seq)
   // Gradient checkpointing: none, every block, or selective (workload.grad_ckpt "selective").
@@ -51,6 +57,9 @@ export const FIELDS = {
   new: { default: '256' },
   kv: { default: 'auto', choices: ['auto', 'dynamic', 'static', 'paged'] },
   kvdtype: { default: 'auto', choices: ['auto', 'bf16', 'fp16', 'fp8', 'int8'] },
+  // Serving: what the headline answers (the request as given, the longest context, the most
+  // sequences).
+  solve: { default: '', choices: ['', 'max_context', 'max_batch'] },
   oopt: { default: 'none', choices: ['none', 'cpu', 'nvme'] },  // offload: optimizer
   oparams: { default: 'none', choices: ['none', 'cpu', 'nvme', 'auto'] },
   ograd: { default: 'none', choices: ['none', 'cpu', 'nvme'] },
@@ -59,6 +68,8 @@ export const FIELDS = {
   disk: { default: '' },  // NVMe per node in GiB ('' = not checked)
   metric: { default: 'device_used', choices: ['device_used', 'reserved', 'allocated'] },
   unit: { default: 'gib', choices: ['gib', 'gb'] },
+  // $ per GPU-hour by GPU preset, "h100-sxm:2.49,rtx-4090:0.39" ('' = none given).
+  prices: { default: '' },
 };
 
 export function defaultState() {
@@ -75,6 +86,7 @@ export function stateFrom(lookup) {
     if (field.choices && !field.choices.includes(value)) continue;
     state[key] = String(value);
   }
+  if (!/^\d{1,3}$/.test(state.cand)) state.cand = '';
   return state;
 }
 
@@ -92,10 +104,33 @@ export function queryFromState(state) {
   return `?${params.toString()}`;
 }
 
+// The fields that differ from their defaults, among `keys`.
+export const changedFields = (state, keys) => keys.filter((k) => state[k] !== FIELDS[k].default);
+
 // Whether a run (fine-tuning kind, framework) quantises its 4-bit base with bitsandbytes, whose
 // release then matters (transformers and litgpt; torchtune uses torchao's NF4, unsloth its own
 // kernels).
 export const runsBitsandbytes4bit = (ft, framework) => ft === 'qlora' && ['transformers', 'litgpt'].includes(framework);
+
+export const isServing = (state) => state.phase === 'inference';
+export const isLlmem = (state) => state.mode === 'llmem' && !isServing(state);
+
+// $ per GPU-hour by preset id, from the "id:price,..." field.
+export function pricesOf(state) {
+  const out = {};
+  for (const pair of state.prices.split(',')) {
+    const [id, price] = pair.split(':');
+    if (id && Number(price) > 0) out[id] = Number(price);
+  }
+  return out;
+}
+
+export function withPrice(state, gpu, price) {
+  const prices = pricesOf(state);
+  if (Number(price) > 0) prices[gpu] = Number(price);
+  else delete prices[gpu];
+  return Object.entries(prices).map(([id, p]) => `${id}:${p}`).join(',');
+}
 
 // A comma-separated box's names, blanks dropped.
 const names = (text) => text.split(',').map((t) => t.trim()).filter(Boolean);
@@ -114,6 +149,10 @@ function cluster(state) {
   const total = typeof perNode === 'number' && typeof nodes === 'number' ? perNode * nodes : perNode;
   const out = { gpu, gpus: total };
   if (nodes !== 1) out.gpus_per_node = perNode;
+  if (state.headroom !== '') {
+    const value = number(state.headroom);
+    out.headroom = typeof value === 'number' ? value / 100 : value;
+  }
   const gib = (text) => (Number(text) > 0 ? Math.round(Number(text) * 2 ** 30) : text);
   if (state.ram !== '') out.host_ram_bytes = gib(state.ram);
   if (state.disk !== '') out.nvme_bytes = gib(state.disk);
@@ -125,8 +164,8 @@ export const isEncoderDecoder = (model) => typeof model === 'object' && model?.c
 
 function trainingWorkload(state, plan, model) {
   const w = { seq_len: number(state.seq) };
-  if (state.mode === 'llmem') {
-    if (!plan) w.micro_batch = number(state.mb);
+  if (isLlmem(state)) {
+    if (!plan) w.micro_batch = number(state.mb || '1');
     return w;
   }
   w.finetune = state.ft === 'qlora' || state.ft === 'lora_int8' ? 'lora' : state.ft;
@@ -159,18 +198,24 @@ function trainingWorkload(state, plan, model) {
   if (w.framework === 'transformers' && state.peft.trim()) software.peft = state.peft.trim();
   if (runsBitsandbytes4bit(state.ft, w.framework) && state.bnb.trim()) software.bitsandbytes = state.bnb.trim();
   if (Object.keys(software).length) w.software = software;
-  if (!plan) w.micro_batch = number(state.mb);
+  // A micro-batch left empty is the planner's (or, for a fixed method, the solve's) to choose.
+  if (state.mb.trim() !== '') w.micro_batch = number(state.mb);
   return w;
+}
+
+// Serving: the effective framework (GGUF weights run under llama.cpp, which takes nothing else).
+export function servingFramework(state) {
+  if (state.weights.startsWith('gguf_')) return 'llama_cpp';
+  return ['transformers', 'litgpt', 'vllm', 'llama_cpp'].includes(state.fw) ? state.fw : 'transformers';
 }
 
 function inferenceWorkload(state) {
   const w = {
-    phase: 'inference', weights: state.weights, micro_batch: number(state.mb),
+    phase: 'inference', weights: state.weights, micro_batch: number(state.mb || '1'),
     seq_len: number(state.seq), new_tokens: number(state.new), attention: state.attn,
   };
-  w.framework = ['transformers', 'litgpt', 'vllm', 'llama_cpp'].includes(state.fw) ? state.fw : 'transformers';
-  if (state.weights.startsWith('gguf_')) w.framework = 'llama_cpp';
-  else if (w.framework === 'llama_cpp') w.weights = 'gguf_q4_k_m';
+  w.framework = servingFramework(state);
+  if (w.framework === 'llama_cpp' && !state.weights.startsWith('gguf_')) w.weights = 'gguf_q4_k_m';
   const kv = {};
   if (state.kv !== 'auto') kv.kind = state.kv;
   if (state.kvdtype !== 'auto') kv.dtype = state.kvdtype;
@@ -178,22 +223,60 @@ function inferenceWorkload(state) {
   return w;
 }
 
-// The API request the state stands for: a plan when the method is auto, else an estimate.
-// `model` is a preset id or {config, name} for a pasted config.json.
+// The API request the state stands for: a plan when the method is auto, else an estimate (a
+// training estimate without a micro-batch solves for the largest). `model` is a preset id or
+// {config, name} for a pasted config.json.
 export function requestFor(state, model) {
   const plan = state.method === 'auto';
+  const serving = isServing(state);
   const request = { api_version: 1, command: plan ? 'plan' : 'estimate', model, cluster: cluster(state) };
-  if (state.mode === 'llmem' && state.phase === 'train') request.mode = 'llmem';
-  request.workload = state.phase === 'inference' ? inferenceWorkload(state) : trainingWorkload(state, plan, model);
+  if (isLlmem(state)) request.mode = 'llmem';
+  request.workload = serving ? inferenceWorkload(state) : trainingWorkload(state, plan, model);
   if (!plan) {
     request.parallel = { method: state.method };
     const offload = { optimizer: state.oopt, params: state.oparams, gradients: state.ograd, activations: state.oact };
-    if (state.phase === 'train' && request.mode !== 'llmem' && Object.values(offload).some((t) => t !== 'none')) {
+    if (!serving && !isLlmem(state) && Object.values(offload).some((t) => t !== 'none')) {
       request.parallel.offload = Object.fromEntries(Object.entries(offload).filter(([, t]) => t !== 'none'));
     }
-    if (state.metric !== 'device_used' && request.mode !== 'llmem') request.metric = state.metric;
+    if (state.metric !== 'device_used' && !isLlmem(state)) request.metric = state.metric;
+    if (!serving && !isLlmem(state) && request.workload.micro_batch === undefined) request.solve = 'max_batch';
+    if (serving && state.solve) request.solve = state.solve;
   }
   return request;
+}
+
+// The estimate that replays one plan candidate, with the step's memory over time where the
+// estimator records one (the page's detail for a plan: verdict, chart and timeline all of it).
+export function candidateRequest(request, candidate, serving) {
+  const out = JSON.parse(JSON.stringify(request));
+  out.command = 'estimate';
+  if (serving) {
+    out.parallel = { method: candidate.method };
+    out.cluster.gpus = candidate.gpus;
+    delete out.cluster.gpus_per_node;
+    delete out.solve;
+  } else {
+    out.parallel = candidate.parallel;
+    out.workload.micro_batch = Math.max(1, candidate.max_micro_batch);
+  }
+  return withTimeline(out);
+}
+
+export const TIMELINE_SAMPLES = 240;
+
+// The request with options.timeline, where the estimator has one (not LLMem mode, vLLM or
+// llama.cpp, which reserve fixed buffers).
+export function withTimeline(request) {
+  const w = request.workload;
+  if (request.mode === 'llmem' || ['vllm', 'llama_cpp'].includes(w.framework)) return request;
+  return { ...request, options: { ...request.options, timeline: TIMELINE_SAMPLES } };
+}
+
+// Serving: the longest context at the batch, and the most sequences at the length, for one layout.
+export function servingSolves(estimateRequest) {
+  const base = JSON.parse(JSON.stringify(estimateRequest));
+  delete base.options;
+  return ['max_context', 'max_batch'].map((solve) => ({ ...base, solve }));
 }
 
 const shellQuote = (text) => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${String(text).replace(/'/g, "'\\''")}'`);
@@ -209,6 +292,7 @@ export function cliFor(request) {
   args.push('--gpu', typeof gpu === 'string' ? gpu : gpu.preset);
   args.push('--gpus', String(request.cluster.gpus));
   if (request.cluster.gpus_per_node) args.push('--gpus-per-node', String(request.cluster.gpus_per_node));
+  if (request.cluster.headroom !== undefined) args.push('--headroom', String(request.cluster.headroom));
   if (request.cluster.host_ram_bytes) args.push('--host-ram-gib', String(request.cluster.host_ram_bytes / 2 ** 30));
   if (request.cluster.nvme_bytes) args.push('--nvme-gib', String(request.cluster.nvme_bytes / 2 ** 30));
   if (request.mode) args.push('--mode', request.mode);
@@ -231,6 +315,7 @@ export function cliFor(request) {
   if (w.kv_cache?.dtype) args.push('--kv-dtype', w.kv_cache.dtype);
   for (const [state, target] of Object.entries(request.parallel?.offload ?? {})) args.push(`--offload-${state}`, target);
   if (request.metric) args.push('--metric', request.metric);
+  if (request.solve) args.push('--solve', request.solve);
   if (typeof gpu !== 'string') args.push('# custom GPU: use gpumem run --request with the JSON request');
   return args.map((a) => (a.startsWith('#') ? a : shellQuote(a))).join(' ');
 }
