@@ -78,8 +78,10 @@ const files = [];
 })(dist, '');
 const hash = createHash('sha256');
 for (const f of files) hash.update(f).update(readFileSync(`${dist}${f}`));
+// (The ES modules are for host pages that embed the custom element from this site; they do not
+// run under its service worker.)
 const precached = files.filter((f) => !f.endsWith('.html') || ['index.html', 'embed.html'].includes(f))
-  .filter((f) => f !== 'wasm-inline.js');
+  .filter((f) => f !== 'wasm-inline.js' && !f.endsWith('.mjs'));
 const template = readFileSync(`${root}web/sw.template.js`, 'utf8');
 writeFileSync(`${dist}sw.js`, template
   .replace("'__VERSION__'", JSON.stringify(hash.digest('hex').slice(0, 16)))

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <vector>
 
 #include "gpumem/offload.hpp"
 #include "number_text.hpp"
@@ -13,15 +14,25 @@ namespace {
 
 // An offload placement in words, e.g. "the optimizer on NVMe, the parameters in host RAM".
 std::string describe(const offload_placement& o) {
-  std::string out;
+  // Grouped by where they go: "the optimizer and the parameters in host RAM, the activations on
+  // NVMe".
   const std::pair<const char*, offload_target> parts[] = {{"the optimizer", o.optimizer},
                                                           {"the parameters", o.params},
                                                           {"the gradients", o.gradients},
                                                           {"the activations", o.activations}};
-  for (const auto& [name, target] : parts) {
-    if (target == offload_target::none) continue;
-    out += std::string(out.empty() ? "" : ", ") + name +
-           (target == offload_target::cpu ? " in host RAM" : " on NVMe");
+  std::string out;
+  for (const offload_target where : {offload_target::cpu, offload_target::nvme}) {
+    std::vector<const char*> names;
+    for (const auto& [name, target] : parts) {
+      if (target == where) names.push_back(name);
+    }
+    if (names.empty()) continue;
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      list += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    }
+    out += std::string(out.empty() ? "" : ", ") + list +
+           (where == offload_target::cpu ? " in host RAM" : " on NVMe");
   }
   return out;
 }

@@ -5,7 +5,7 @@
 // the one `view.shown` names, replayed as an estimate (`view.detail`).
 import { chartHtml, hostChartHtml, rankLabel } from './chart.mjs';
 import { componentInfo } from './components.mjs';
-import { billions, count, escapeHtml, percent, plural, size } from './format.mjs';
+import { billions, count, escapeHtml, money, percent, plural, size } from './format.mjs';
 import { CHOICES, FIELD_LABELS, LIMITS, componentName, formFieldOf, phaseName } from './labels.mjs';
 import { timelineHtml } from './timeline_chart.mjs';
 
@@ -107,7 +107,7 @@ function planLine(view, unit) {
 // candidates that fit (the core's reason when the choice is an offload, which names its budgets).
 function whyChosen(view) {
   const { main, candidate } = view;
-  if (candidate?.offload) return main.reason;
+  if (candidate?.offload) return 'Nothing fits on the GPUs alone: the fastest offload that fits.';
   const fitting = main.candidates.filter((c) => c.valid !== false && c.fits && c !== candidate);
   if (!fitting.length) return 'The only method that fits.';
   const next = fitting.reduce((a, b) => (b.tokens_per_s > a.tokens_per_s ? b : a));
@@ -123,7 +123,7 @@ function costLine(view) {
   if (!price || !speed || view.serving || view.detail?.verdict === 'does_not_fit') return '';
   const gpus = view.request.cluster.gpus;
   const perMillion = (price * gpus) / (speed * 3600) * 1e6;
-  return `<p class="cost" data-testid="cost">At $${price.toFixed(2)} per GPU-hour: about $${perMillion.toFixed(2)} per million training tokens (${plural(gpus, 'GPU')}).</p>`;
+  return `<p class="cost" data-testid="cost">At ${money(price)} per GPU-hour: about ${money(perMillion)} per million training tokens (${plural(gpus, 'GPU')}).</p>`;
 }
 
 // Serving's capacity, in every layout: the KV cache's room in tokens and sequences at the
@@ -154,11 +154,11 @@ function servingFigures(view, unit) {
 
 // The solved figure as the headline, when the user asks for it (serving's "Solve for").
 function solvedHeadline(view) {
-  const d = view.detail;
-  const v = d?.solution;
-  if (!v || !view.serving) return '';
+  const v = view.serving && view.state.solve ? view.solves?.[view.state.solve]?.solution : null;
+  if (!v) return '';
+  const none = v.max_context === 0 || v.max_batch === 0;
   const value = v.max_context !== undefined ? `${count(v.max_context)} tokens per sequence` : `${plural(v.max_batch, 'sequence')} at once`;
-  return `<p class="solved" data-testid="solved">${v.max_context === 0 || v.max_batch === 0 ? 'Nothing fits.' : `Up to <strong>${value}</strong>`} (limited by ${escapeHtml(v.limited_by)}).</p>`;
+  return `<p class="solved" data-testid="solved">${none ? 'Nothing fits.' : `Up to <strong>${value}</strong> (limited by ${escapeHtml(v.limited_by)}).`}</p>`;
 }
 
 // What is being estimated, in one line: the model, the task and the GPUs to rent.

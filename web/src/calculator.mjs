@@ -97,7 +97,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
 
   // The whole answer for the state: the main request, then for a plan the shown candidate
   // replayed as an estimate (its verdict, chart and timeline), then for serving the two solves.
-  async function buildView(req, mine) {
+  async function buildView(req, mine, early) {
     const serving = isServing(state);
     const planned = req.command === 'plan';
     const [main] = await client.run([planned ? req : withTimeline(req)]);
@@ -117,6 +117,16 @@ export function mountCalculator(root, { client, state, compact = false, onChange
         && (best < 0 || c.peak_bytes < r.candidates[best].peak_bytes) ? i : best), -1);
       view.shown = view.picked ? wanted : r.choice ? r.choice.candidate : Math.max(nearest, 0);
       view.candidate = r.candidates[view.shown];
+      // A training candidate without offload carries its peak, verdict and components: shown at
+      // once, the same numbers its replay gives (tests/core/answer_test.cpp), before the replay
+      // adds the timeline and the notes.
+      const c = view.candidate;
+      if (!serving && c.valid !== false && !c.offload && c.per_gpu) {
+        early({ ...view, detail: {
+          cluster: r.cluster, metric: 'device_used', peak_bytes: c.peak_bytes, device_used_bytes: c.peak_bytes,
+          verdict: c.verdict, fits: c.fits, per_gpu: c.per_gpu, workload: { micro_batch: Math.max(1, c.max_micro_batch) },
+        } });
+      }
       if (view.candidate.valid !== false) {
         detailRequest = candidateRequest(req, view.candidate, serving);
         const [d] = await client.run([detailRequest]);
@@ -133,7 +143,8 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     return view;
   }
 
-  function render(view) {
+  // `early`: the plan's candidate shown before its replay arrives (the same numbers).
+  function render(view, { early = false } = {}) {
     lastView = view;
     const unit = view.state.unit;
     // Charts are drawn at the size they are shown, so their text stays legible on a phone.
@@ -144,7 +155,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     $('.details').innerHTML = compact ? '' : detailsHtml(view, unit, detailsWidth);
     $('.answer-body').classList.remove('stale');
     $('.details').classList.remove('stale');
-    $('.answer').setAttribute('aria-busy', 'false');
+    if (!early) $('.answer').setAttribute('aria-busy', 'false');
     const unmatched = (view.detail ?? view.main).unmatched_targets ?? view.main.unmatched_targets ?? [];
     const warning = $('#gm-targets-warning');
     warning.hidden = !unmatched.length;
@@ -173,16 +184,18 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     status(`<span data-testid="error" class="error">${escapeHtml(text)}</span>${lastView ? ' <span class="stale-note">The answer below is out of date.</span>' : ''}`, 'problem');
   }
 
-  async function compute() {
+  async function compute({ first = false } = {}) {
     const mine = ++generation;
     await ready;
     if (mine !== generation) return;
+    // (The worker answers in order: the GPU list arrives before the first answer.)
+    if (first) client.run([{ command: 'gpus' }]).then(fillGpus);
     clearFieldErrors(root);
     $('#gm-config-error').hidden = true;
     const busy = setTimeout(() => { if (mine === generation) status('Computing…', 'busy'); }, 150);
     $('.answer').setAttribute('aria-busy', 'true');
     try {
-      const view = await buildView(request(), mine);
+      const view = await buildView(request(), mine, (first) => { if (mine === generation) render(first, { early: true }); });
       if (view && mine === generation) render(view);
     } catch (error) {
       if (mine === generation) showError(error);
@@ -213,6 +226,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
   }
 
   async function readPasted(textValue) {
+    $('.answer').dataset.pending = 'true';
     if (!textValue.trim()) {
       pasted = null;
       state.cfg = '';
@@ -291,14 +305,15 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     if (answer.ok) picker.setModels(answer.result.models);
   }
 
-  async function start() {
-    const [answer] = await client.run([{ command: 'gpus' }]);
+  // The GPU presets for the form; the first answer's request goes in the same batch.
+  function fillGpus(answer) {
     gpus = answer.ok ? answer.result.gpus : [];
     $('#gm-gpu').replaceChildren(...gpus.map((g) => new Option(`${g.name} — ${grouped(g.memory_bytes / 2 ** 30, 0)} GiB`, g.id)));
     if (!gpus.some((g) => g.id === state.gpu)) $('#gm-gpu').append(new Option(state.gpu, state.gpu));
     writeForm();
-    await compute();
   }
+
+  const start = () => compute({ first: true });
 
   adopt({ ...state });
   writeForm();

@@ -83,7 +83,7 @@ export function hostChartHtml(offload, budgets, unit, width = 640) {
   const bars = [
     { label: 'Host RAM', components: scaled(offload.host), total: offload.host_bytes_per_node, capacity: budgets.host },
     { label: 'NVMe', components: scaled(offload.nvme), total: offload.nvme_bytes_per_node, capacity: budgets.nvme },
-  ];
+  ].filter((bar) => bar.total > 0);
   if (offload.load_host_bytes_per_node > 0) {
     bars.push({ label: 'Loading', components: { checkpoint_load: offload.load_host_bytes_per_node },
       total: offload.load_host_bytes_per_node, capacity: budgets.host });

@@ -3,10 +3,11 @@
 // micro-batch and tokens/s, so that the smallest and the cheapest setup that fits stand out. An
 // optional $ per GPU-hour per GPU turns tokens/s into the cost of a million training tokens. It
 // runs on request, in the core's worker, a GPU at a time; a change to the workload clears it.
-import { count, escapeHtml, percent, size } from './format.mjs';
+import { count, escapeHtml, money, percent, size } from './format.mjs';
 import { isServing, pricesOf, requestFor } from './state.mjs';
 
 const COUNTS = [1, 2, 4, 8];
+
 
 function rowsFor(gpu, state, model) {
   const base = { ...state, gpu: gpu.id, mem: '', bw: '', nodes: '1', method: 'auto', cand: '' };
@@ -33,6 +34,9 @@ export function compareSection(section, { client, context, onUse, onPrice }) {
   let generation = 0;
   let progress = '';
 
+  let showAll = false;
+  const SHOWN = 12;
+
   const render = () => {
     const { state } = context();
     const unit = state.unit;
@@ -43,9 +47,13 @@ export function compareSection(section, { client, context, onUse, onPrice }) {
     const fitting = rows.filter((r) => r.verdict === 'fits');
     const smallest = fitting.reduce((best, r) => (!best || r.gpus * r.memory < best.gpus * best.memory ? r : best), null);
     const cheapest = fitting.filter(costOf).reduce((best, r) => (!best || costOf(r) < costOf(best) ? r : best), null);
+    // Fitting setups first, the cheapest per token first where prices are given, then the least
+    // memory in all.
     const order = { fits: 0, tight: 1, does_not_fit: 2, invalid: 3 };
-    const sorted = [...rows].sort((a, b) => order[a.verdict] - order[b.verdict] || a.gpus * a.memory - b.gpus * b.memory);
-    const body = sorted.map((r) => {
+    const sorted = [...rows].sort((a, b) => order[a.verdict] - order[b.verdict]
+      || (costOf(a) ?? Infinity) - (costOf(b) ?? Infinity) || a.gpus * a.memory - b.gpus * b.memory);
+    const shown = showAll ? sorted : sorted.slice(0, SHOWN);
+    const body = shown.map((r) => {
       const cost = costOf(r);
       const tags = [r === smallest ? 'smallest' : '', r === cheapest ? 'cheapest' : ''].filter(Boolean).join(', ');
       const fits = r.verdict === 'fits' || r.verdict === 'tight';
@@ -55,18 +63,20 @@ export function compareSection(section, { client, context, onUse, onPrice }) {
         + (serving ? `<td>${fits ? escapeHtml(r.label) : '–'}</td>`
           : `<td class="num">${fits ? count(r.mb) : '–'}</td><td class="num">${fits ? count(r.speed) : '–'}</td>`)
         + `<td><input type="number" min="0" step="0.01" class="price" data-price="${escapeHtml(r.gpu.id)}" value="${prices[r.gpu.id] ?? ''}" aria-label="$ per GPU-hour for ${escapeHtml(r.gpu.name)}" placeholder="$/h"></td>`
-        + (serving ? `<td class="num">${prices[r.gpu.id] && fits ? `$${(prices[r.gpu.id] * r.gpus).toFixed(2)}` : '–'}</td>`
-          : `<td class="num">${cost ? `$${cost.toFixed(2)}` : '–'}</td>`)
+        + (serving ? `<td class="num">${prices[r.gpu.id] && fits ? money(prices[r.gpu.id] * r.gpus) : '–'}</td>`
+          : `<td class="num">${cost ? money(cost) : '–'}</td>`)
         + `<td>${fits ? `<button type="button" data-use="${escapeHtml(r.gpu.id)}" data-count="${r.gpus ?? r.n}">Use</button>` : ''}</td></tr>`;
     }).join('');
     const head = serving
       ? '<tr><th>GPU</th><th class="num">GPUs</th><th>Fits</th><th class="num">Spare per GPU</th><th>Layout</th><th>$ per GPU-hour</th><th class="num">$ per hour</th><th></th></tr>'
       : '<tr><th>GPU</th><th class="num">GPUs</th><th>Fits</th><th class="num">Spare per GPU</th><th class="num">Micro-batch</th><th class="num">Tokens/s</th><th>$ per GPU-hour</th><th class="num">$ per million tokens</th><th></th></tr>';
     const summary = smallest
-      ? `<p data-testid="compare-summary">Smallest setup that fits: <strong>${smallest.gpus} × ${escapeHtml(smallest.gpu.name)}</strong>${cheapest ? `; cheapest per token: <strong>${cheapest.gpus} × ${escapeHtml(cheapest.gpu.name)}</strong>` : '; give $ per GPU-hour to compare costs'}.</p>`
+      ? `<p data-testid="compare-summary">Smallest setup that fits: <strong>${smallest.gpus} × ${escapeHtml(smallest.gpu.name)}</strong>${cheapest ? `; cheapest per token: <strong>${cheapest.gpus} × ${escapeHtml(cheapest.gpu.name)}</strong> (${money(costOf(cheapest))} per million tokens)` : serving ? '' : '; give $ per GPU-hour to compare costs'}.</p>`
       : rows.length && !progress ? '<p data-testid="compare-summary">No GPU preset fits this workload with up to 8 GPUs per node.</p>' : '';
+    const more = sorted.length > SHOWN
+      ? `<button type="button" class="compare-more">${showAll ? `Show the first ${SHOWN}` : `Show all ${sorted.length} setups`}</button>` : '';
     section.querySelector('.compare-body').innerHTML = rows.length
-      ? `${summary}<table data-testid="compare"><thead>${head}</thead><tbody>${body}</tbody></table>` : '';
+      ? `${summary}<table data-testid="compare"><thead>${head}</thead><tbody>${body}</tbody></table>${more}` : '';
     section.querySelector('.compare-progress').textContent = progress;
   };
 
@@ -94,6 +104,10 @@ export function compareSection(section, { client, context, onUse, onPrice }) {
   section.addEventListener('click', (event) => {
     const use = event.target.closest('[data-use]');
     if (use) onUse(use.dataset.use, use.dataset.count);
+    if (event.target.closest('.compare-more')) {
+      showAll = !showAll;
+      render();
+    }
   });
   section.addEventListener('change', (event) => {
     const price = event.target.closest('[data-price]');

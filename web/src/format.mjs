@@ -18,6 +18,9 @@ export const count = (n) => grouped(Math.round(n), 0);
 // A fraction as a percentage with one decimal ("11.3 %").
 export const percent = (fraction) => `${grouped(fraction * 100, 1)} %`;
 
+// Dollars: cents from a dollar up, two significant digits below ("$0.0017").
+export const money = (x) => (x >= 1 ? `$${grouped(x, 2)}` : `$${x.toPrecision(2)}`);
+
 export const billions = (n) => `${grouped(n / 1e9, 2)} B`;
 
 export const plural = (n, one, many = `${one}s`) => `${count(n)} ${n === 1 ? one : many}`;

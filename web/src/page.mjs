@@ -49,16 +49,17 @@ function inlineWasm() {
   return base64 ? Uint8Array.from(atob(base64), (c) => c.charCodeAt(0)) : undefined;
 }
 
-function coreClient() {
+export function coreClient() {
   if (location.protocol === 'file:') return inThreadClient(globalThis.gpumemCoreServer(inlineWasm()));
   return workerClient('core.js');
 }
 
-export async function startPage({ compact = false } = {}) {
+// `client`: the core, started by boot.mjs before the page is parsed.
+export async function startPage({ compact = false, client = coreClient() } = {}) {
   const main = document.querySelector('main');
   try {
     const calculator = mountCalculator(byId('calculator'), {
-      client: coreClient(),
+      client,
       state: stateFromQuery(location.search),
       compact,
       fullLink: compact ? (state) => `index.html${queryFromState(state)}` : null,
@@ -74,7 +75,8 @@ export async function startPage({ compact = false } = {}) {
     ]) {
       byId(id)?.addEventListener('click', (event) => copy(text(), event.currentTarget));
     }
-    if (!compact) registerServiceWorker();
+    // After the first answer, so that pre-caching the site does not compete with it.
+    if (!compact) calculator.started.then(registerServiceWorker);
   } catch (error) {
     main.insertAdjacentHTML('beforeend', '<p class="error" role="alert"></p>');
     main.lastElementChild.textContent = `gpumem could not start: ${error.message}`;
