@@ -13,6 +13,12 @@ foreach(path IN LISTS model_files)
     continue()
   endif()
   file(READ "${path}" text)
+  # The core never reads a preset's notes (they are for the people who keep the presets): left
+  # out of the page's download.
+  string(JSON has_notes ERROR_VARIABLE no_notes GET "${text}" notes)
+  if(NOT no_notes)
+    string(JSON text REMOVE "${text}" notes)
+  endif()
   # Without the line breaks and indentation (JSON strings hold no raw line break).
   string(REGEX REPLACE "\n[ ]*" "" text "${text}")
   string(FIND "${text}" ")${delim}\"" clash)

@@ -84,11 +84,19 @@ class Gpumem {
   }
 }
 
-// options.wasmBinary: the module's bytes, if the caller has them; options.locateFile: where the
-// browser should fetch gpumem_core.wasm from (default: beside this file).
+// options.wasmModule: the compiled WebAssembly.Module, if the caller compiled it (the page
+// compiles it while its worker starts); options.wasmBinary: the module's bytes, if the caller has
+// them; options.locateFile: where the browser should fetch gpumem_core.wasm from (default: beside
+// this file).
 export async function loadGpumem(options = {}) {
   const moduleOptions = {};
-  if (options.wasmBinary) {
+  if (options.wasmModule) {
+    // Emscripten's hook for instantiating a module of one's own: it returns the exports later.
+    moduleOptions.instantiateWasm = (imports, receive) => {
+      WebAssembly.instantiate(options.wasmModule, imports).then((instance) => receive(instance, options.wasmModule));
+      return {};
+    };
+  } else if (options.wasmBinary) {
     moduleOptions.wasmBinary = options.wasmBinary;
   } else if (inNode) {
     moduleOptions.wasmBinary = await readWasmInNode();

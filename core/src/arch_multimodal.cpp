@@ -15,7 +15,7 @@ namespace {
 
 // Gemma3TextConfig's defaults for the keys the released multimodal configs leave out of
 // text_config (transformers models/gemma3/configuration_gemma3.py).
-nlohmann::json gemma3_text_defaults() {
+nlohmann::ordered_json gemma3_text_defaults() {
   return {{"vocab_size", 262208},
           {"num_attention_heads", 8},
           {"num_key_value_heads", 4},
@@ -82,13 +82,13 @@ void add_gemma3_vision(config_reader& cfg, config_reader&, tensor_builder& add,
 
 // Llama4TextConfig's and Llama4VisionConfig's defaults (configuration_llama4.py) for keys a
 // config leaves out.
-nlohmann::json llama4_text_defaults() {
+nlohmann::ordered_json llama4_text_defaults() {
   return {{"vocab_size", 202048},      {"hidden_size", 5120},
           {"intermediate_size", 8192}, {"num_hidden_layers", 48},
           {"num_attention_heads", 40}, {"num_key_value_heads", 8},
           {"head_dim", 128},           {"max_position_embeddings", 131072}};
 }
-nlohmann::json llama4_vision_defaults() {
+nlohmann::ordered_json llama4_vision_defaults() {
   return {{"hidden_size", 768},          {"num_hidden_layers", 34},     {"intermediate_size", 5632},
           {"vision_output_dim", 7680},   {"image_size", 448},           {"patch_size", 14},
           {"projector_input_dim", 4096}, {"projector_output_dim", 4096}};
@@ -132,7 +132,7 @@ void add_llama4_vision(config_reader& cfg, config_reader&, tensor_builder& add,
 }
 
 // PixtralVisionConfig's defaults (configuration_pixtral.py) for keys a config leaves out.
-nlohmann::json pixtral_defaults() {
+nlohmann::ordered_json pixtral_defaults() {
   return {{"hidden_size", 1024},
           {"intermediate_size", 4096},
           {"num_hidden_layers", 24},
@@ -180,8 +180,8 @@ struct wrapper {
   const char* text_type;     // its language model's, e.g. "gemma3_text"
   const char* architecture;  // the transformers class counted
   const char* name;          // in messages
-  nlohmann::json text_defaults;
-  nlohmann::json vision_defaults;
+  nlohmann::ordered_json text_defaults;
+  nlohmann::ordered_json vision_defaults;
   // The vision tower (from vision_config) and projector (which may read the wrapper's own keys),
   // registered, as the wrapper does, before the language model.
   void (*vision)(config_reader& vision, config_reader& wrapper, tensor_builder&,
@@ -192,9 +192,9 @@ struct wrapper {
   model_loss loss;
 };
 
-result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string& field,
+result<model_spec> parse_wrapper(const nlohmann::ordered_json& config, const std::string& field,
                                  const wrapper& w) {
-  const auto sub = [&](const char* key) -> const nlohmann::json* {
+  const auto sub = [&](const char* key) -> const nlohmann::ordered_json* {
     const auto it = config.find(key);
     return it != config.end() && it->is_object() ? &*it : nullptr;
   };
@@ -205,7 +205,7 @@ result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string
                        " object (" + w.architecture + ")"};
     }
   }
-  nlohmann::json text = w.text_defaults;
+  nlohmann::ordered_json text = w.text_defaults;
   text.update(*sub("text_config"));
   text["model_type"] = w.text_type;
   model_spec spec;
@@ -218,7 +218,7 @@ result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string
   std::vector<tensor_spec> language = std::move(spec.tensors);
   spec.tensors.clear();
   tensor_builder add(spec);
-  nlohmann::json vision = w.vision_defaults;
+  nlohmann::ordered_json vision = w.vision_defaults;
   vision.update(*sub("vision_config"));
   config_reader vision_cfg(vision, field + ".vision_config");
   config_reader wrapper_cfg(config, field);
@@ -248,7 +248,7 @@ result<model_spec> parse_wrapper(const nlohmann::json& config, const std::string
 
 }  // namespace
 
-result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string& field) {
+result<model_spec> parse_gemma3(const nlohmann::ordered_json& config, const std::string& field) {
   // Gemma3Model registers the vision tower, then the projector, then the language model.
   // Gemma3ForConditionalGeneration takes its own loss: logits.float(), their shifted contiguous
   // copy and a plain nn.CrossEntropyLoss.
@@ -258,7 +258,7 @@ result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string&
       "Gemma3ForConditionalGeneration",
       "Gemma 3",
       gemma3_text_defaults(),
-      nlohmann::json::object(),
+      nlohmann::ordered_json::object(),
       add_gemma3_vision,
       [](const std::string& name) {
         return name.rfind("model.", 0) == 0 ? "model.language_model." + name.substr(6) : name;
@@ -267,7 +267,7 @@ result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string&
   return parse_wrapper(config, field, gemma3);
 }
 
-result<model_spec> parse_llama4(const nlohmann::json& config, const std::string& field) {
+result<model_spec> parse_llama4(const nlohmann::ordered_json& config, const std::string& field) {
   // Llama4ForConditionalGeneration registers vision_model, multi_modal_projector, then
   // language_model (a Llama4ForCausalLM). It takes its own loss: logits[..., :-1, :] made
   // contiguous and a plain nn.CrossEntropyLoss, in the logits' dtype.
@@ -283,7 +283,7 @@ result<model_spec> parse_llama4(const nlohmann::json& config, const std::string&
   return parse_wrapper(config, field, llama4);
 }
 
-result<model_spec> parse_mistral3(const nlohmann::json& config, const std::string& field) {
+result<model_spec> parse_mistral3(const nlohmann::ordered_json& config, const std::string& field) {
   // Mistral3Model registers the vision tower (Pixtral), the projector, then the language model (a
   // MistralModel; Mistral3ForConditionalGeneration adds the LM head and takes transformers'
   // ForCausalLMLoss). Other language models under mistral3 (Ministral 3, Mistral 4) are not read.
@@ -301,7 +301,7 @@ result<model_spec> parse_mistral3(const nlohmann::json& config, const std::strin
       "mistral",
       "Mistral3ForConditionalGeneration",
       "Mistral 3",
-      nlohmann::json::object(),
+      nlohmann::ordered_json::object(),
       pixtral_defaults(),
       add_pixtral,
       [](const std::string& name) {

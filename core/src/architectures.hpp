@@ -30,9 +30,9 @@ void build_llama_like(config_reader& cfg, model_spec& spec);
 
 // Multimodal wrappers around a known language model (arch_multimodal.cpp): Gemma 3's, Llama 4's
 // and Mistral 3's text_config and vision_config.
-result<model_spec> parse_gemma3(const nlohmann::json& config, const std::string& field);
-result<model_spec> parse_llama4(const nlohmann::json& config, const std::string& field);
-result<model_spec> parse_mistral3(const nlohmann::json& config, const std::string& field);
+result<model_spec> parse_gemma3(const nlohmann::ordered_json& config, const std::string& field);
+result<model_spec> parse_llama4(const nlohmann::ordered_json& config, const std::string& field);
+result<model_spec> parse_mistral3(const nlohmann::ordered_json& config, const std::string& field);
 
 // Encoders and encoder-decoders (arch_encoder.cpp).
 void build_bert(config_reader& cfg, model_spec& spec, const model_options& options);

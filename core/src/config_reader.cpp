@@ -5,7 +5,7 @@
 
 namespace gpumem {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

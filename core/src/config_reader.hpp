@@ -27,7 +27,7 @@ inline constexpr std::uint64_t max_positions = 1ULL << 27;
 class config_reader {
  public:
   // `code_prefix` starts the error codes ("config" or "request").
-  config_reader(const nlohmann::json& config, std::string field_prefix,
+  config_reader(const nlohmann::ordered_json& config, std::string field_prefix,
                 std::string code_prefix = "config");
 
   bool has(const char* key) const;      // present and not null
@@ -60,11 +60,11 @@ class config_reader {
   std::optional<error> problem(const std::string& purpose) const;
 
  private:
-  const nlohmann::json* find(std::initializer_list<const char*> keys, const char** found) const;
-  std::uint64_t integer(const nlohmann::json& value, const char* key, std::uint64_t min,
+  const nlohmann::ordered_json* find(std::initializer_list<const char*> keys, const char** found) const;
+  std::uint64_t integer(const nlohmann::ordered_json& value, const char* key, std::uint64_t min,
                         std::uint64_t max);
 
-  const nlohmann::json& config_;
+  const nlohmann::ordered_json& config_;
   std::string prefix_;
   std::string code_prefix_;
   std::vector<std::string> missing_;

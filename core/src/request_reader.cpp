@@ -7,7 +7,7 @@
 
 namespace gpumem {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

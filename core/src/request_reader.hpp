@@ -21,16 +21,16 @@ namespace gpumem {
 
 // Refuses fields that `object` (at request path `where`) does not accept, so a typo is never
 // silently ignored.
-std::optional<error> unknown_keys(const nlohmann::json& object, const std::string& where,
+std::optional<error> unknown_keys(const nlohmann::ordered_json& object, const std::string& where,
                                   std::initializer_list<const char*> accepted);
 
 // "detailed" (the default) or "llmem".
-result<std::string> read_mode(const nlohmann::json& request);
+result<std::string> read_mode(const nlohmann::ordered_json& request);
 
 // `cluster`: {"gpu": preset id | {"preset"?, overrides...}, "gpus", "gpus_per_node",
 // "inter_node_bandwidth_bytes_per_s", "cuda_context_bytes", "headroom" | "headroom_bytes", ...}.
 // `default_headroom`: the fraction of each GPU's memory kept free when neither is stated.
-result<cluster_spec> read_cluster(const nlohmann::json& request, double default_headroom = 0.0);
+result<cluster_spec> read_cluster(const nlohmann::ordered_json& request, double default_headroom = 0.0);
 
 // The headroom a detailed estimate or plan keeps free by default: 5 % of each GPU's memory. On
 // the 471 measured peaks gpumem scores (validation/measured_h100*.json and the development set,
@@ -40,7 +40,7 @@ inline constexpr double default_detailed_headroom = 0.05;
 inline constexpr double max_headroom_fraction = 0.5;
 
 // `parallel`: {"method", "tp", "dp_tp_fraction": "llmem" | "exact"}.
-result<parallel_config> read_parallel(const nlohmann::json& request);
+result<parallel_config> read_parallel(const nlohmann::ordered_json& request);
 
 struct training_workload {
   std::uint64_t micro_batch = 1;
@@ -48,7 +48,7 @@ struct training_workload {
 };
 
 // `workload` for a training step; micro_batch is required unless `for_plan`.
-result<training_workload> read_training_workload(const nlohmann::json& request,
+result<training_workload> read_training_workload(const nlohmann::ordered_json& request,
                                                  const model_spec& model, bool for_plan,
                                                  std::vector<std::string>& warnings);
 
@@ -57,7 +57,7 @@ result<training_workload> read_training_workload(const nlohmann::json& request,
 // "compute", "optimizer": "adamw" | "adam" | "sgd" | "sgd_momentum" | "none", "micro_batch",
 // "seq_len", "grad_ckpt", "attention": "eager" | "sdpa" | "flash"}.
 // `micro_batch` is required unless `for_plan`.
-result<training_config> read_detailed_workload(const nlohmann::json& request,
+result<training_config> read_detailed_workload(const nlohmann::ordered_json& request,
                                                const model_spec& model, bool for_plan,
                                                std::vector<std::string>& warnings);
 
@@ -93,11 +93,11 @@ struct training_parallel {
 // `micro_batches` per step); fsdp_hybrid_shard shards within each node of gpus_per_node GPUs and
 // replicates across nodes. The data-parallel methods also take `tp` (DP+TP) and `cp` (each
 // sequence split over cp ranks; `cp_kind` ring or ulysses): dp = gpus / (tp x cp).
-result<training_parallel> read_training_parallel(const nlohmann::json& request, std::uint64_t gpus,
+result<training_parallel> read_training_parallel(const nlohmann::ordered_json& request, std::uint64_t gpus,
                                                  std::uint64_t gpus_per_node);
 
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").
-result<std::string> read_metric(const nlohmann::json& request);
+result<std::string> read_metric(const nlohmann::ordered_json& request);
 
 // `options`: {"mfu", "max_micro_batch"}.
 struct plan_settings {
@@ -108,7 +108,7 @@ struct plan_settings {
   std::size_t timeline_samples = 0;
 };
 inline constexpr std::uint64_t max_timeline_samples = 4096;
-result<plan_settings> read_options(const nlohmann::json& request);
+result<plan_settings> read_options(const nlohmann::ordered_json& request);
 
 // An inference request: `workload` {"phase": "inference", "weights", "fp8_scaling",
 // "group_size", "compute", "micro_batch" (sequences), "seq_len" (prompt tokens), "new_tokens",
@@ -120,7 +120,7 @@ struct inference_request {
   std::string method = "single";
   std::string solve;  // "", "max_context" or "max_batch"
 };
-result<inference_request> read_inference_request(const nlohmann::json& request,
+result<inference_request> read_inference_request(const nlohmann::ordered_json& request,
                                                  const model_spec& model, std::uint64_t gpus,
                                                  std::vector<std::string>& warnings);
 

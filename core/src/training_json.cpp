@@ -10,7 +10,7 @@
 
 namespace gpumem {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using nlohmann::ordered_json;
 
 namespace {

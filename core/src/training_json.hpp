@@ -21,7 +21,7 @@ struct training_answer_options {
 };
 
 // The result fields after mode, metric, model and cluster.
-result<nlohmann::ordered_json> training_estimate_json(const nlohmann::json& request,
+result<nlohmann::ordered_json> training_estimate_json(const nlohmann::ordered_json& request,
                                                       const model_spec& spec,
                                                       const cluster_spec& cluster,
                                                       const training_answer_options& options,

@@ -18,7 +18,7 @@
 
 namespace gpumem {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 namespace {
 

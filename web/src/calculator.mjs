@@ -59,6 +59,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
   let timer = null;
   let lastView = null;
   let firstDone = false;
+  let listsLoaded = false;
   let ready = Promise.resolve();  // a link's config being decoded
 
   const model = () => pasted ?? state.model;
@@ -152,7 +153,8 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     const detailsWidth = Math.round(Math.min(900, Math.max(300, $('.details').clientWidth || 640)));
     $('.answer-body').innerHTML = answerHtml(view, unit, answerWidth)
       + (fullLink ? `<p class="open-full"><a href="${escapeHtml(fullLink(view.state))}" target="_blank" rel="noopener">Open in the full calculator</a></p>` : '');
-    $('.details').innerHTML = compact ? '' : detailsHtml(view, unit, detailsWidth);
+    // (The early view shows the answer; what is below it follows with the replay.)
+    if (!early) $('.details').innerHTML = compact ? '' : detailsHtml(view, unit, detailsWidth);
     $('.answer-body').classList.remove('stale');
     $('.details').classList.remove('stale');
     if (!early) $('.answer').setAttribute('aria-busy', 'false');
@@ -162,11 +164,14 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     warning.textContent = unmatched.length
       ? `${unmatched.map((t) => `“${t}”`).join(', ')} ${unmatched.length === 1 ? 'names' : 'name'} no module of this model: PEFT skips ${unmatched.length === 1 ? 'it' : 'them'}.` : '';
     status('');
+    // Until the GPU list arrives, the GPU field names the answer's GPU.
+    const gpu = (view.detail ?? view.main).cluster?.gpu;
+    if (!gpus.length && gpu && $('#gm-gpu').options[0]) $('#gm-gpu').options[0].text = gpu.name;
     if (!firstDone) {
       firstDone = true;
       performance.mark('gpumem-first-result');
-      loadModels();
     }
+    if (!early && !listsLoaded) loadLists();
   }
 
   function showError(error) {
@@ -182,14 +187,13 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     $('.answer-body').classList.add('stale');
     $('.details').classList.add('stale');
     status(`<span data-testid="error" class="error">${escapeHtml(text)}</span>${lastView ? ' <span class="stale-note">The answer below is out of date.</span>' : ''}`, 'problem');
+    if (!listsLoaded) loadLists();
   }
 
-  async function compute({ first = false } = {}) {
+  async function compute() {
     const mine = ++generation;
     await ready;
     if (mine !== generation) return;
-    // (The worker answers in order: the GPU list arrives before the first answer.)
-    if (first) client.run([{ command: 'gpus' }]).then(fillGpus);
     clearFieldErrors(root);
     $('#gm-config-error').hidden = true;
     const busy = setTimeout(() => { if (mine === generation) status('Computing…', 'busy'); }, 150);
@@ -300,22 +304,21 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     }
   }
 
-  async function loadModels() {
-    const [answer] = await client.run([{ command: 'models' }]);
-    if (answer.ok) picker.setModels(answer.result.models);
-  }
-
-  // The GPU presets for the form; the first answer's request goes in the same batch.
-  function fillGpus(answer) {
-    gpus = answer.ok ? answer.result.gpus : [];
+  // The GPU and model lists, after the first answer (which does not need them).
+  async function loadLists() {
+    listsLoaded = true;
+    const [gpuList, models] = await client.run([{ command: 'gpus' }, { command: 'models' }]);
+    gpus = gpuList.ok ? gpuList.result.gpus : [];
     $('#gm-gpu').replaceChildren(...gpus.map((g) => new Option(`${g.name} — ${grouped(g.memory_bytes / 2 ** 30, 0)} GiB`, g.id)));
     if (!gpus.some((g) => g.id === state.gpu)) $('#gm-gpu').append(new Option(state.gpu, state.gpu));
     writeForm();
+    if (models.ok) picker.setModels(models.result.models);
   }
 
-  const start = () => compute({ first: true });
+  const start = () => compute();
 
   adopt({ ...state });
+  $('#gm-gpu').append(new Option('…', state.gpu));  // named by the first answer, listed after it
   writeForm();
   const started = start().catch((error) => status(`<span class="error" data-testid="error">gpumem could not start: ${escapeHtml(error.message)}</span>`, 'problem'));
   return {

@@ -3,8 +3,12 @@
 // another origin) — the core on the page itself. Both answer a batch of API requests with the
 // API's envelopes ({ok, result | error}), in order.
 
-export function workerClient(url) {
-  const worker = new Worker(url);
+// `worker`: the Worker running core.js (or its URL); `wasm`: a promise of the compiled module,
+// handed to the worker as its first message, so that compiling overlaps the worker's start
+// (web/start.js starts both before the page's script loads).
+export function workerClient(worker, wasm = Promise.resolve(null)) {
+  if (typeof worker === 'string' || worker instanceof URL) worker = new Worker(worker);
+  const sent = wasm.catch(() => null).then((module) => worker.postMessage({ module }));
   let next = 0;
   const waiting = new Map();
   const failAll = (message) => {
@@ -24,10 +28,21 @@ export function workerClient(url) {
       const id = ++next;
       return new Promise((resolve, reject) => {
         waiting.set(id, { resolve, reject });
-        worker.postMessage({ id, requests });
+        sent.then(() => worker.postMessage({ id, requests }));
       });
     },
   };
+}
+
+// The core's module, compiled off the main thread while the page starts (a host serving .wasm
+// without its MIME type gets the bytes compiled instead).
+export async function compileWasm(url) {
+  const response = fetch(url);
+  try {
+    return await WebAssembly.compileStreaming(response);
+  } catch {
+    return WebAssembly.compile(await (await fetch(url)).arrayBuffer());
+  }
 }
 
 // `serve`: requests -> envelopes (core_worker.mjs's coreServer), on this thread.

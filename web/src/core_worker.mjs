@@ -1,6 +1,7 @@
-// The core behind the calculator (core_entry.mjs bundles it with the facade into core.js):
-// answers batches of API requests. In a Web Worker it listens for messages; on a page (file://,
-// where browsers refuse workers of local files) it defines gpumemCoreServer for the page.
+// The core behind the calculator (bundled with the facade into core.js): answers batches of API
+// requests. In a Web Worker it listens for messages — the first brings the WebAssembly.Module the
+// page compiled while the worker started (or null: the worker fetches the .wasm itself); on a page
+// (file://, where browsers refuse workers of local files) it defines gpumemCoreServer for the page.
 
 // `loadGpumem`: the facade's loader. A server turns requests into envelopes, never throwing for
 // a request the core refuses.
@@ -15,9 +16,14 @@ export function serveCore(loadGpumem) {
   // The .wasm beside core.js.
   const locateFile = (path, directory) => directory + path;
   if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope) {
-    const serve = server({ locateFile });
+    let serve = null;
     self.addEventListener('message', async ({ data }) => {
+      if ('module' in data) {
+        serve = server(data.module ? { wasmModule: data.module } : { locateFile });
+        return;
+      }
       try {
+        serve ??= server({ locateFile });
         self.postMessage({ id: data.id, responses: await serve(data.requests) });
       } catch (error) {
         self.postMessage({ id: data.id, failure: String(error?.message ?? error) });

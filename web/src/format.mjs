@@ -3,8 +3,13 @@
 
 const UNITS = { gib: { bytes: 2 ** 30, label: 'GiB' }, gb: { bytes: 1e9, label: 'GB' } };
 
+// (By hand rather than toLocaleString: the first Intl call loads ICU's data, tens of ms before the
+// first answer can show.)
 export function grouped(n, decimals = 0) {
-  return Number(n).toLocaleString('en-US', { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+  const fixed = Math.abs(Number(n)).toFixed(decimals);
+  const [whole, fraction] = fixed.split('.');
+  const sign = Number(n) < 0 && /[1-9]/.test(fixed) ? '-' : '';
+  return `${sign}${whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}${fraction ? `.${fraction}` : ''}`;
 }
 
 // Memory: two decimals in the chosen unit ("21.35 GiB", "6,843.20 GiB").

@@ -3,7 +3,7 @@
 // buttons, and the service worker that keeps the site usable offline. The core runs in a Web
 // Worker (core.js); from file://, where browsers refuse workers of local files, on the page.
 import { mountCalculator } from './calculator.mjs';
-import { inThreadClient, workerClient } from './core_client.mjs';
+import { compileWasm, inThreadClient, workerClient } from './core_client.mjs';
 import { cliFor, queryFromState, stateFromQuery } from './state.mjs';
 
 const byId = (id) => document.getElementById(id);
@@ -51,7 +51,9 @@ function inlineWasm() {
 
 export function coreClient() {
   if (location.protocol === 'file:') return inThreadClient(globalThis.gpumemCoreServer(inlineWasm()));
-  return workerClient('core.js');
+  const early = globalThis.gpumemCoreStart;  // web/start.js
+  if (early) return workerClient(early.worker, early.wasm);
+  return workerClient('core.js', compileWasm('gpumem_core.wasm'));
 }
 
 // `client`: the core, started by boot.mjs before the page is parsed.

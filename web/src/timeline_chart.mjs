@@ -77,7 +77,7 @@ export function timelineHtml(timeline, cluster, unit, width = 640) {
     ${cluster.usable_bytes < cluster.gpu.memory_bytes ? `<line x1="${LEFT}" x2="${LEFT + plotW}" y1="${y(cluster.usable_bytes).toFixed(1)}" y2="${y(cluster.usable_bytes).toFixed(1)}" class="headroom-line"/>` : ''}
     <circle cx="${px.toFixed(1)}" cy="${py.toFixed(1)}" r="4" class="peak-mark"/>
     <text x="${(px + (anchor === 'end' ? -7 : 7)).toFixed(1)}" y="${Math.max(py - 6, TOP + 10).toFixed(1)}" class="axis small peak-text" text-anchor="${anchor}">${escapeHtml(peakText)}</text>
-    <text x="${LEFT}" y="${HEIGHT - 4}" class="axis small">allocations and frees in order, ${timeline.events.toLocaleString('en-US')} in all →</text>
+    <text x="${LEFT}" y="${HEIGHT - 4}" class="axis small">allocations and frees in order, ${grouped(timeline.events)} in all →</text>
   </svg>`;
   const alive = Object.entries(peak.components).filter(([, b]) => b > 0).sort((a, b) => b[1] - a[1])
     .map(([id, b]) => `${componentInfo(id).name} ${size(b, unit)}`).join(', ');

@@ -19,7 +19,7 @@ struct model_options {
 };
 
 // `field` names the config in error messages, e.g. "model.config".
-result<model_spec> parse_model_config(const nlohmann::json& config, const model_options& options,
+result<model_spec> parse_model_config(const nlohmann::ordered_json& config, const model_options& options,
                                       const std::string& field);
 
 // The model_type values read by a dedicated builder.

@@ -28,15 +28,15 @@ embedded_files embedded_gpu_presets();  // one entry per GPU of presets/gpus.jso
 
 // A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf): the preset file's object
 // with `id`, `family`, `config`, `published_params`, `source`, `notes`.
-result<nlohmann::json> find_model_preset(const std::string& id, const std::string& field);
+result<nlohmann::ordered_json> find_model_preset(const std::string& id, const std::string& field);
 
 // Every model preset, in file-name order.
-nlohmann::json all_model_presets();
+nlohmann::ordered_json all_model_presets();
 
 // presets/gpus.json as an object with `gpus`.
 nlohmann::ordered_json gpu_presets();
 
 // One GPU preset by id; a discarded value when there is none.
-nlohmann::json find_gpu_preset(const std::string& id);
+nlohmann::ordered_json find_gpu_preset(const std::string& id);
 
 }  // namespace gpumem

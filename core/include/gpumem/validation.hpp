@@ -40,7 +40,7 @@ struct step_time_report {
 };
 
 // `points`: the JSON array of validation points.
-step_time_report validate_step_time(const nlohmann::json& points);
+step_time_report validate_step_time(const nlohmann::ordered_json& points);
 
 struct memory_point {
   std::string id;
@@ -75,6 +75,6 @@ struct memory_report {
 
 // Scores the detailed estimator's GPU peak on the points it models (single-GPU training and
 // forward+backward so far); the others are listed with the reason they are skipped.
-memory_report validate_memory(const nlohmann::json& points);
+memory_report validate_memory(const nlohmann::ordered_json& points);
 
 }  // namespace gpumem
