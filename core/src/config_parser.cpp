@@ -68,8 +68,8 @@ const std::vector<std::string>& supported_model_types() {
   return types;
 }
 
-result<model_spec> parse_model_config(const nlohmann::ordered_json& config, const model_options& options,
-                                      const std::string& field) {
+result<model_spec> parse_model_config(const nlohmann::ordered_json& config,
+                                      const model_options& options, const std::string& field) {
   if (!config.is_object()) {
     return error{
         "config.not_an_object", field,

@@ -60,7 +60,8 @@ class config_reader {
   std::optional<error> problem(const std::string& purpose) const;
 
  private:
-  const nlohmann::ordered_json* find(std::initializer_list<const char*> keys, const char** found) const;
+  const nlohmann::ordered_json* find(std::initializer_list<const char*> keys,
+                                     const char** found) const;
   std::uint64_t integer(const nlohmann::ordered_json& value, const char* key, std::uint64_t min,
                         std::uint64_t max);
 

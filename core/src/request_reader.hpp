@@ -30,7 +30,8 @@ result<std::string> read_mode(const nlohmann::ordered_json& request);
 // `cluster`: {"gpu": preset id | {"preset"?, overrides...}, "gpus", "gpus_per_node",
 // "inter_node_bandwidth_bytes_per_s", "cuda_context_bytes", "headroom" | "headroom_bytes", ...}.
 // `default_headroom`: the fraction of each GPU's memory kept free when neither is stated.
-result<cluster_spec> read_cluster(const nlohmann::ordered_json& request, double default_headroom = 0.0);
+result<cluster_spec> read_cluster(const nlohmann::ordered_json& request,
+                                  double default_headroom = 0.0);
 
 // The headroom a detailed estimate or plan keeps free by default: 5 % of each GPU's memory. On
 // the 471 measured peaks gpumem scores (validation/measured_h100*.json and the development set,
@@ -93,8 +94,8 @@ struct training_parallel {
 // `micro_batches` per step); fsdp_hybrid_shard shards within each node of gpus_per_node GPUs and
 // replicates across nodes. The data-parallel methods also take `tp` (DP+TP) and `cp` (each
 // sequence split over cp ranks; `cp_kind` ring or ulysses): dp = gpus / (tp x cp).
-result<training_parallel> read_training_parallel(const nlohmann::ordered_json& request, std::uint64_t gpus,
-                                                 std::uint64_t gpus_per_node);
+result<training_parallel> read_training_parallel(const nlohmann::ordered_json& request,
+                                                 std::uint64_t gpus, std::uint64_t gpus_per_node);
 
 // `metric`: "allocated" | "reserved" | "device_used" (default "device_used").
 result<std::string> read_metric(const nlohmann::ordered_json& request);

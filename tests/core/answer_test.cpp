@@ -15,11 +15,12 @@ using test::call;
 
 // Llama-3.1-8B LoRA with checkpointing on one RTX 4090 (24 GiB), with extra request fields.
 json lora_8b(const json& extra, const std::string& command = "estimate") {
-  json request = {{"command", command},
-                  {"model", "meta-llama/Llama-3.1-8B"},
-                  {"cluster", {{"gpu", "rtx-4090"}}},
-                  {"workload",
-                   {{"finetune", "lora"}, {"seq_len", 1024}, {"grad_ckpt", true}, {"micro_batch", 1}}}};
+  json request = {
+      {"command", command},
+      {"model", "meta-llama/Llama-3.1-8B"},
+      {"cluster", {{"gpu", "rtx-4090"}}},
+      {"workload",
+       {{"finetune", "lora"}, {"seq_len", 1024}, {"grad_ckpt", true}, {"micro_batch", 1}}}};
   request.merge_patch(extra);
   return call(request);
 }
@@ -40,8 +41,8 @@ TEST_CASE("the default headroom is 5 % of the GPU's memory in detailed mode, non
   REQUIRE(llmem.at("ok") == true);
   CHECK(llmem.at("result").at("cluster").at("headroom_bytes") == 0);
   // Stated as a fraction or in bytes, not both; 0 is allowed.
-  CHECK(lora_8b({{"cluster", {{"headroom", 0}}}}).at("result").at("cluster").at(
-            "headroom_bytes") == 0);
+  CHECK(lora_8b({{"cluster", {{"headroom", 0}}}}).at("result").at("cluster").at("headroom_bytes") ==
+        0);
   const json both = lora_8b({{"cluster", {{"headroom", 0.1}, {"headroom_bytes", 1}}}});
   CHECK(both.at("error").at("field") == "cluster.headroom");
   const json over = lora_8b({{"cluster", {{"headroom", 0.9}}}});
@@ -66,15 +67,17 @@ TEST_CASE("three verdicts: fits with the headroom, tight within the card, does n
 }
 
 TEST_CASE("an offload beside an unstated host budget is reported as not checked") {
-  const json r = lora_8b({{"workload", {{"finetune", "full"}}},
-                          {"parallel", {{"method", "zero3"}, {"offload", {{"optimizer", "cpu"}}}}}});
+  const json r =
+      lora_8b({{"workload", {{"finetune", "full"}}},
+               {"parallel", {{"method", "zero3"}, {"offload", {{"optimizer", "cpu"}}}}}});
   REQUIRE(r.at("ok") == true);
   const json& offload = r.at("result").at("offload");
   CHECK(offload.at("host_ram_checked") == false);
   CHECK(offload.at("host_bytes_per_node").get<std::uint64_t>() > 0);
-  const json checked = lora_8b({{"workload", {{"finetune", "full"}}},
-                                {"cluster", {{"host_ram_bytes", 1ULL << 30}}},
-                                {"parallel", {{"method", "zero3"}, {"offload", {{"optimizer", "cpu"}}}}}});
+  const json checked =
+      lora_8b({{"workload", {{"finetune", "full"}}},
+               {"cluster", {{"host_ram_bytes", 1ULL << 30}}},
+               {"parallel", {{"method", "zero3"}, {"offload", {{"optimizer", "cpu"}}}}}});
   CHECK(checked.at("result").at("offload").at("host_ram_checked") == true);
   CHECK(checked.at("result").at("verdict") == "does_not_fit");
 }
@@ -107,12 +110,12 @@ TEST_CASE("the step's memory over time: bounded, its phases named, the peak exac
         result.at("reserved_bytes").get<std::uint64_t>() +
             t.at("constant_bytes").get<std::uint64_t>());
   // Inference through transformers has one too; the range of samples is checked.
-  const json serve = call({{"command", "estimate"},
-                           {"model", "meta-llama/Llama-3.1-8B"},
-                           {"cluster", {{"gpu", "l4"}}},
-                           {"options", {{"timeline", 32}}},
-                           {"workload",
-                            {{"phase", "inference"}, {"seq_len", 512}, {"new_tokens", 16}}}});
+  const json serve =
+      call({{"command", "estimate"},
+            {"model", "meta-llama/Llama-3.1-8B"},
+            {"cluster", {{"gpu", "l4"}}},
+            {"options", {{"timeline", 32}}},
+            {"workload", {{"phase", "inference"}, {"seq_len", 512}, {"new_tokens", 16}}}});
   REQUIRE(serve.at("ok") == true);
   CHECK(serve.at("result").at("timeline").at("samples").size() <= 32);
   CHECK(lora_8b({{"options", {{"timeline", 1}}}}).at("error").at("field") == "options.timeline");
@@ -121,10 +124,11 @@ TEST_CASE("the step's memory over time: bounded, its phases named, the peak exac
 }
 
 TEST_CASE("every plan candidate names itself and the estimate that replays it") {
-  const json plan = call({{"command", "plan"},
-                          {"model", "meta-llama/Llama-3.1-8B"},
-                          {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 8}}},
-                          {"workload", {{"finetune", "full"}, {"seq_len", 4096}, {"grad_ckpt", true}}}});
+  const json plan =
+      call({{"command", "plan"},
+            {"model", "meta-llama/Llama-3.1-8B"},
+            {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 8}}},
+            {"workload", {{"finetune", "full"}, {"seq_len", 4096}, {"grad_ckpt", true}}}});
   REQUIRE(plan.at("ok") == true);
   const json& candidates = plan.at("result").at("candidates");
   CHECK(plan.at("result").at("reason").get<std::string>().find("zero") == std::string::npos);
@@ -132,16 +136,17 @@ TEST_CASE("every plan candidate names itself and the estimate that replays it") 
   for (const auto& c : candidates) {
     if (c.at("valid") == false) continue;
     CHECK(c.at("label").get<std::string>().find('_') == std::string::npos);
-    const json again = call({{"command", "estimate"},
-                             {"model", "meta-llama/Llama-3.1-8B"},
-                             {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 8}}},
-                             {"parallel", c.at("parallel")},
-                             {"workload",
-                              {{"finetune", "full"},
-                               {"seq_len", 4096},
-                               {"grad_ckpt", true},
-                               {"micro_batch", std::max<std::uint64_t>(
-                                                   c.at("max_micro_batch").get<std::uint64_t>(), 1)}}}});
+    const json again =
+        call({{"command", "estimate"},
+              {"model", "meta-llama/Llama-3.1-8B"},
+              {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 8}}},
+              {"parallel", c.at("parallel")},
+              {"workload",
+               {{"finetune", "full"},
+                {"seq_len", 4096},
+                {"grad_ckpt", true},
+                {"micro_batch",
+                 std::max<std::uint64_t>(c.at("max_micro_batch").get<std::uint64_t>(), 1)}}}});
     REQUIRE(again.at("ok") == true);
     CHECK(again.at("result").at("peak_bytes") == c.at("peak_bytes"));
     CHECK(again.at("result").at("verdict") == c.at("verdict"));
@@ -151,10 +156,11 @@ TEST_CASE("every plan candidate names itself and the estimate that replays it") 
 }
 
 TEST_CASE("a plan at a fixed micro-batch tries every method at that batch") {
-  const json plan = call({{"command", "plan"},
-                          {"model", "meta-llama/Llama-3.1-8B"},
-                          {"cluster", {{"gpu", "a100-sxm4-80gb"}, {"gpus", 4}}},
-                          {"workload", {{"finetune", "lora"}, {"seq_len", 1024}, {"micro_batch", 3}}}});
+  const json plan =
+      call({{"command", "plan"},
+            {"model", "meta-llama/Llama-3.1-8B"},
+            {"cluster", {{"gpu", "a100-sxm4-80gb"}, {"gpus", 4}}},
+            {"workload", {{"finetune", "lora"}, {"seq_len", 1024}, {"micro_batch", 3}}}});
   REQUIRE(plan.at("ok") == true);
   for (const auto& c : plan.at("result").at("candidates")) {
     if (c.at("fits") == true) CHECK(c.at("max_micro_batch") == 3);

@@ -19,8 +19,8 @@ struct model_options {
 };
 
 // `field` names the config in error messages, e.g. "model.config".
-result<model_spec> parse_model_config(const nlohmann::ordered_json& config, const model_options& options,
-                                      const std::string& field);
+result<model_spec> parse_model_config(const nlohmann::ordered_json& config,
+                                      const model_options& options, const std::string& field);
 
 // The model_type values read by a dedicated builder.
 const std::vector<std::string>& supported_model_types();
