@@ -79,6 +79,25 @@ test('70B on 8 H100s, LoRA then full fine-tuning: the answer follows', async () 
   await page.close();
 });
 
+test('on a phone: a picked candidate, an edit back to the choice, an error in the form\'s words', async () => {
+  const page = await b.open('?v=1&gpu=h100-sxm&gpus=8&seq=4096', { viewport: VIEWPORTS.phone });
+  const choice = await pressedRow(page);
+  const other = choice === 2 ? 3 : 2;
+  await page.click(`[data-candidate="${other}"]`);
+  await settled(page);
+  await assertConsistent(page);
+  await page.fill('#gm-seq', '2048');
+  await settled(page);
+  await assertConsistent(page);
+  assert.equal(stateOf(page).cand, '');
+  await page.fill('#gm-gpus', '0');
+  await settled(page);
+  assert.equal(await page.textContent('[data-testid=error]'), 'GPUs per node must be a whole number between 1 and 65,536; got 0.');
+  assert.ok(await onFirstScreen(page, '[data-testid=error]'));
+  await screenshot(page, 'error-phone');
+  await page.close();
+});
+
 // A seeded walk over every control: no page or console error, and a consistent answer after
 // each step.
 function mulberry32(seed) {

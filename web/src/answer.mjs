@@ -167,7 +167,8 @@ function titleHtml(view) {
   const s = view.state;
   const c = view.detail?.cluster ?? view.main.cluster;
   const gpus = view.serving && view.candidate ? view.candidate.gpus : c.gpus;
-  const task = view.serving ? 'served' : view.llmem ? 'fine-tuned (LLMem)' : `${(CHOICES.ft[s.ft] ?? s.ft).replace('Full fine-tuning', 'full fine-tuning')}`;
+  const weights = view.serving ? CHOICES.weights[view.detail?.workload?.weights ?? view.main.workload?.weights] : null;
+  const task = view.serving ? `served${weights ? ` in ${weights}` : ''}` : view.llmem ? 'fine-tuned (LLMem)' : `${(CHOICES.ft[s.ft] ?? s.ft).replace('Full fine-tuning', 'full fine-tuning')}`;
   return `<p class="answer-title" data-testid="title"><strong>${escapeHtml(m.id ?? m.name ?? 'config.json')}</strong>, ${escapeHtml(task)}, on <strong>${gpus} × ${escapeHtml(c.gpu.name)}</strong>`
     + ` <small>${billions(m.total_params)} parameters · ${escapeHtml(size(c.gpu.memory_bytes, view.state.unit))} each</small></p>`;
 }
