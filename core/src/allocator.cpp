@@ -30,12 +30,15 @@ void caching_allocator::insert_free(int index) {
   const block& b = blocks_[static_cast<std::size_t>(index)];
   pool(b.small_pool).insert({b.size, index});
   free_at_[{b.segment, b.offset}] = index;
+  if (b.offset == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)])
+    whole_free_.insert(index);
 }
 
 void caching_allocator::erase_free(int index) {
   const block& b = blocks_[static_cast<std::size_t>(index)];
   pool(b.small_pool).erase({b.size, index});
   free_at_.erase({b.segment, b.offset});
+  whole_free_.erase(index);
 }
 
 int caching_allocator::take(std::uint64_t size, bool small_pool) {
@@ -73,13 +76,13 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
 }
 
 void caching_allocator::release_free_segments() {
-  // A wholly free segment is one free block at its start as large as the segment.
-  std::vector<int> whole;
-  for (const auto& [where, index] : free_at_) {
-    const block& b = blocks_[static_cast<std::size_t>(index)];
-    if (where.second == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)])
-      whole.push_back(index);
-  }
+  // A wholly free segment is one free block at its start as large as the segment. (In the order
+  // of their segments, as a scan of the free blocks would give them back.)
+  std::vector<int> whole(whole_free_.begin(), whole_free_.end());
+  std::sort(whole.begin(), whole.end(), [&](int a, int b) {
+    return blocks_[static_cast<std::size_t>(a)].segment <
+           blocks_[static_cast<std::size_t>(b)].segment;
+  });
   for (int index : whole) {
     erase_free(index);
     block& b = blocks_[static_cast<std::size_t>(index)];

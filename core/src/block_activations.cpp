@@ -296,8 +296,8 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
 
   // The block's linear weights, in order, with their trainability and adapters.
   std::vector<const tensor_spec*> linears;
-  for (const auto& tensor : spec.tensors) {
-    if (tensor.layer != parameter_block(spec, layer_index) || tensor.is_bias) continue;
+  for_each_block_tensor(spec, parameter_block(spec, layer_index), [&](const tensor_spec& tensor) {
+    if (tensor.is_bias) return;
     if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
       linears.push_back(&tensor);
       const std::uint64_t local = tensor_parallel_numel(tensor, ctx.tp);
@@ -313,7 +313,7 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
       if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, dequantised);
       if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
-  }
+  });
   // The linears of `role` reading an input of `input_bytes` per element over the tokens of `at`
   // (the block's own, or the encoder's for cross-attention's keys and values).
   auto feed_over = [&](const step_context& at, linear_role role, std::uint64_t input_bytes,

@@ -68,8 +68,19 @@ const std::vector<std::string>& supported_model_types() {
   return types;
 }
 
-result<model_spec> parse_model_config(const nlohmann::ordered_json& config,
-                                      const model_options& options, const std::string& field) {
+void index_block_tensors(model_spec& spec) {
+  spec.block_tensors.assign(spec.layers.size(), {});
+  for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
+    const int layer = spec.tensors[i].layer;
+    if (layer >= 0 && static_cast<std::size_t>(layer) < spec.layers.size())
+      spec.block_tensors[static_cast<std::size_t>(layer)].push_back(static_cast<std::uint32_t>(i));
+  }
+}
+
+namespace {
+
+result<model_spec> read_model_config(const nlohmann::ordered_json& config,
+                                     const model_options& options, const std::string& field) {
   if (!config.is_object()) {
     return error{
         "config.not_an_object", field,
@@ -119,6 +130,15 @@ result<model_spec> parse_model_config(const nlohmann::ordered_json& config,
                                  (spec.model_type.empty() ? "(none)" : spec.model_type) + "'")) {
     return *problem;
   }
+  return spec;
+}
+
+}  // namespace
+
+result<model_spec> parse_model_config(const nlohmann::ordered_json& config,
+                                      const model_options& options, const std::string& field) {
+  auto spec = read_model_config(config, options, field);
+  if (spec.ok()) index_block_tensors(spec.value());
   return spec;
 }
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpumem/param_count.hpp"
+#include "number_text.hpp"
 
 namespace gpumem {
 
@@ -439,6 +440,15 @@ std::uint64_t llama_cpp_compute_buffer(const model_spec& spec, const inference_c
 // wrapped or inexact sizes (JSON numbers are exact to 2^53): a rough upper bound of the KV cache
 // and the widest activations.
 std::optional<error> check_size(const model_spec& spec, const inference_config& c) {
+  // The weights alone, at most 4 bytes a parameter (quantised formats are smaller).
+  double params = 0;
+  for (const auto& t : spec.tensors) params += static_cast<double>(t.numel());
+  if (4 * params >= static_cast<double>(max_exact_count)) {
+    return error{"request.too_large", "model",
+                 "[model] has " + grouped_number(params, 0) +
+                     " parameters: their weights could pass 2^53 bytes, beyond which byte counts "
+                     "are not exact in JSON"};
+  }
   const double sequences = static_cast<double>(c.batch);
   const double tokens =
       static_cast<double>(c.prompt_tokens + c.new_tokens) + static_cast<double>(c.kv_cache_tokens);

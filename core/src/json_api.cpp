@@ -63,7 +63,38 @@ std::string respond_error(const error& e) {
   return serialized(out);
 }
 
+// The path of the first integer in `value` above 2^53 (JavaScript's exact limit), or "".
+std::string first_inexact(const ordered_json& value, const std::string& path) {
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > max_exact_count) return path;
+  if (value.is_number_integer() && !value.is_number_unsigned() &&
+      (value.get<std::int64_t>() > static_cast<std::int64_t>(max_exact_count) ||
+       value.get<std::int64_t>() < -static_cast<std::int64_t>(max_exact_count)))
+    return path;
+  if (value.is_object()) {
+    for (const auto& [key, item] : value.items()) {
+      std::string found = first_inexact(item, path + "." + key);
+      if (!found.empty()) return found;
+    }
+  }
+  if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      std::string found = first_inexact(value[i], path + "[" + std::to_string(i) + "]");
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
 std::string respond(const std::string& command, ordered_json result, const ordered_json& warnings) {
+  // Every count an answer gives is exact in JavaScript, or the request is refused (a last guard
+  // behind the estimators' own size checks).
+  const std::string inexact = first_inexact(result, "result");
+  if (!inexact.empty()) {
+    return respond_error({"request.too_large", "",
+                          "[" + inexact +
+                              "] would pass 2^53 (9,007,199,254,740,992), beyond which counts are "
+                              "not exact in JSON: use a smaller model or workload"});
+  }
   ordered_json out;
   out["api_version"] = api_version;
   out["ok"] = true;
@@ -309,6 +340,9 @@ std::string plan_command(const json& request) {
   auto& c = context.value();
   const bool detailed = read_mode(request).value() == "detailed";
   if (c.settings.timeline_samples > 0) return respond_error(timeline_refused("a plan"));
+  if (detailed) {
+    if (auto e = check_plan_size(c.model.spec, "a plan")) return respond_error(*e);
+  }
   if (detailed && is_inference(request)) {
     auto fields = inference_plan_json(request, c.model.spec, c.cluster, c.warnings);
     if (!fields.ok()) return respond_error(fields.failure());

@@ -39,6 +39,16 @@ std::string describe(const offload_placement& o) {
 
 }  // namespace
 
+std::optional<error> check_plan_size(const model_spec& spec, const std::string& search) {
+  if (spec.layers.size() <= max_planned_blocks) return std::nullopt;
+  return error{"request.too_large", "model",
+               "[model] has " + grouped_number(static_cast<double>(spec.layers.size()), 0) +
+                   " blocks; " + search +
+                   " replays the step many times and takes models of up to " +
+                   grouped_number(static_cast<double>(max_planned_blocks), 0) +
+                   " blocks: estimate one method at a fixed micro-batch instead"};
+}
+
 std::string candidate_label(const plan_candidate& c) {
   std::string name = method_label(c.method);
   if (c.parallel.method == parallel_method::dp_tp)

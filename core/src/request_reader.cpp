@@ -529,6 +529,30 @@ result<std::string> read_metric(const json& request) {
 
 namespace {
 
+// A list of module names in a request: PEFT's lists name a handful of modules, so a few hundred,
+// each of a few hundred characters, bound the work of matching them against every module of the
+// model (30,000 names took tens of seconds).
+inline constexpr std::size_t max_module_names = 256;
+inline constexpr std::size_t max_module_name_length = 256;
+
+std::optional<error> check_module_names(const std::vector<std::string>& names,
+                                        const std::string& field) {
+  if (names.size() > max_module_names) {
+    return error{"request.invalid_value", field,
+                 "[" + field + "] must name at most " + std::to_string(max_module_names) +
+                     " modules, got " + std::to_string(names.size())};
+  }
+  for (const auto& name : names) {
+    if (name.size() > max_module_name_length) {
+      return error{"request.invalid_value", field,
+                   "[" + field + "] module names must be at most " +
+                       std::to_string(max_module_name_length) + " characters long, got one of " +
+                       std::to_string(name.size())};
+    }
+  }
+  return std::nullopt;
+}
+
 // An adapter's target modules (`targets` of workload.lora or workload.ia3): module names, or
 // "all-linear" as a string or a list (PEFT takes both); `fallback`, PEFT's default, when absent.
 result<std::vector<std::string>> read_targets(const json& adapter, config_reader& in,
@@ -538,6 +562,7 @@ result<std::vector<std::string>> read_targets(const json& adapter, config_reader
   const bool all_linear = stated && adapter.at("targets") == "all-linear";
   auto targets = all_linear ? std::vector<std::string>{"all-linear"} : in.text_list("targets");
   if (auto problem = in.problem("")) return *problem;
+  if (auto e = check_module_names(targets, field + ".targets")) return *e;
   if (stated && targets.empty()) {
     std::string defaults;
     for (std::size_t i = 0; i < fallback.size(); ++i)
@@ -584,6 +609,7 @@ std::optional<error> read_software(const json& workload, software_stack& out) {
 std::optional<error> read_modules_to_save(config_reader& in, const model_spec& model,
                                           training_config& out) {
   const auto names = in.text_list("modules_to_save");
+  if (auto e = check_module_names(names, "workload.lora.modules_to_save")) return *e;
   if (auto problem = in.problem("")) return *problem;
   for (const auto& name : names) {
     if (name == "lm_head") {

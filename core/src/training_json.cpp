@@ -5,6 +5,7 @@
 #include "estimate_json.hpp"
 #include "gpumem/gemini_placement.hpp"
 #include "gpumem/offload.hpp"
+#include "gpumem/planner.hpp"
 #include "gpumem/training_step.hpp"
 #include "request_reader.hpp"
 
@@ -258,6 +259,7 @@ result<ordered_json> training_estimate_json(const json& request, const model_spe
   if (!job.ok()) return job.failure();
   ordered_json solution;
   if (!solve.is_null()) {
+    if (auto e = check_plan_size(spec, "solve \"max_batch\"")) return *e;
     const std::uint64_t upper = std::min(
         options.max_micro_batch, largest_sized_micro_batch(spec, job.value().config.seq_len, true));
     auto best = solve_max_batch(spec, cluster, job.value(), upper);

@@ -738,6 +738,12 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
                                          const std::string& length) {
   const std::uint64_t sized = largest_sized_micro_batch(spec, seq_len, quadratic_attention);
   if (micro_batch <= sized) return std::nullopt;
+  if (sized == 0 && largest_sized_micro_batch(spec, 1, false) == 0) {
+    // The model's weights and states alone, whatever the sequence (40 bytes a parameter).
+    return error{"request.too_large", "model",
+                 "[model] is too large to train with exact byte counts: its weights, gradients "
+                 "and optimizer states could pass 2^53 bytes"};
+  }
   if (sized == 0) {
     return error{"request.too_large", "workload." + length,
                  "[workload." + length + "] one sequence of " + std::to_string(seq_len) +
@@ -864,12 +870,18 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   };
   // Where a parameter's gradient appears in backward: in its block's backward, or, for blocks
   // that share parameters (ALBERT), in the last block that runs them, the first one stepped back.
+  // (Indexed once: a per-tensor scan of every block made the replay quadratic in the blocks.)
+  std::vector<int> last_runner(spec.layers.size());
+  for (std::size_t l = 0; l < spec.layers.size(); ++l) last_runner[l] = static_cast<int>(l);
+  for (std::size_t l = 0; l < spec.layers.size(); ++l) {
+    const int runs = parameter_block(spec, static_cast<int>(l));
+    if (runs >= 0 && static_cast<std::size_t>(runs) < spec.layers.size())
+      last_runner[static_cast<std::size_t>(runs)] = static_cast<int>(l);
+  }
   const auto gradient_block = [&](int layer) {
-    int last = layer;
-    for (std::size_t l = 0; layer >= 0 && l < spec.layers.size(); ++l) {
-      if (parameter_block(spec, static_cast<int>(l)) == layer) last = static_cast<int>(l);
-    }
-    return last;
+    return layer >= 0 && static_cast<std::size_t>(layer) < spec.layers.size()
+               ? last_runner[static_cast<std::size_t>(layer)]
+               : layer;
   };
   step_context ctx{spec, config};
   ctx.cp = cp;
@@ -1172,6 +1184,18 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     }
   }
   for (const auto& p : params) out.trainable_params += p.numel;
+  // The trained parameters of each block (index layer + 1; 0: outside the blocks), in order.
+  std::vector<std::vector<const trainable*>> params_of(spec.layers.size() + 1);
+  for (const auto& p : params) {
+    if (p.layer >= -1 && static_cast<std::size_t>(p.layer + 1) < params_of.size())
+      params_of[static_cast<std::size_t>(p.layer + 1)].push_back(&p);
+  }
+  const auto layer_params = [&](int layer) -> const std::vector<const trainable*>& {
+    static const std::vector<const trainable*> none;
+    return layer >= -1 && static_cast<std::size_t>(layer + 1) < params_of.size()
+               ? params_of[static_cast<std::size_t>(layer + 1)]
+               : none;
+  };
   std::uint64_t trainable_bytes = 0;
   for (const auto& p : params) trainable_bytes += p.numel * p.bytes;
   if (master && !states_on_host) {
@@ -1703,18 +1727,16 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
     auto grads_for_layer = [&](int layer) {
       if (!grads_sharded) {
         if (!first_micro || grads_kept) return;  // accumulated in place
-        for (const auto& p : params) {
-          if (p.layer == layer) grads.push_back(tl.allocate(p.numel * p.bytes, cat::gradients));
-        }
+        for (const trainable* p : layer_params(layer))
+          grads.push_back(tl.allocate(p->numel * p->bytes, cat::gradients));
         return;
       }
       std::vector<int>& kept = unsynced[static_cast<std::size_t>(layer + 1)];
       if (no_sync && !last_micro) {
         if (!kept.empty()) return;  // accumulated into
         std::uint64_t unit = 0;
-        for (const auto& p : params) {
-          if (p.layer == layer) unit += p.numel * (params_sharded ? gathered_bytes : p.bytes);
-        }
+        for (const trainable* p : layer_params(layer))
+          unit += p->numel * (params_sharded ? gathered_bytes : p->bytes);
         if (unit > 0 && frozen_in_flat_params)
           unit += layer >= 0 ? block_params[static_cast<std::size_t>(layer)] : root_params;
         if (unit > 0) kept.push_back(tl.allocate(unit, cat::gradients));
@@ -1727,9 +1749,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
       if (frozen_in_flat_params) {
         // A flat parameter holding frozen and trainable tensors gets a gradient for all of it.
         std::uint64_t trainable_in_unit = 0;
-        for (const auto& p : params) {
-          if (p.layer == layer) trainable_in_unit += p.numel * p.bytes;
-        }
+        for (const trainable* p : layer_params(layer)) trainable_in_unit += p->numel * p->bytes;
         if (trainable_in_unit == 0) return;  // an all-frozen unit has no gradient
         const std::uint64_t unit =
             (layer >= 0 ? block_params[static_cast<std::size_t>(layer)] : root_params) +
@@ -1747,9 +1767,8 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
         // comm/coalesced_collectives.py reduce_scatter_coalesced) into the partition buffer.
         std::uint64_t largest = 0;
         std::uint64_t total = 0;
-        for (const auto& p : params) {
-          if (p.layer != layer) continue;
-          const std::uint64_t bytes = p.numel * (ctx.full ? gathered_bytes : p.bytes);
+        for (const trainable* p : layer_params(layer)) {
+          const std::uint64_t bytes = p->numel * (ctx.full ? gathered_bytes : p->bytes);
           largest = std::max(largest, bytes);
           total += bytes;
         }
@@ -1765,15 +1784,14 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
           dp != data_parallel::gemini && (first_micro || no_sync) && !grads_to_host;
       std::vector<int> full;
       std::uint64_t unsharded = 0;
-      for (const auto& p : params) {
-        if (p.layer != layer) continue;
+      for (const trainable* p : layer_params(layer)) {
         if (kept.empty()) {
           full.push_back(
-              tl.allocate(p.numel * (params_sharded ? gathered_bytes : p.bytes), cat::gradients));
-          unsharded += p.numel;
+              tl.allocate(p->numel * (params_sharded ? gathered_bytes : p->bytes), cat::gradients));
+          unsharded += p->numel;
         }
         if (keep_shard && !grads_kept) {
-          grads.push_back(tl.allocate(share(p.numel * p.bytes, true), cat::gradients));
+          grads.push_back(tl.allocate(share(p->numel * p->bytes, true), cat::gradients));
         }
       }
       // torchtitan's FSDP2 copies a unit's gradients into one flat reduce-scatter input in its

@@ -247,9 +247,13 @@ step_time_report validate_step_time(const json& points) {
       skip("no tokens/s or step time");
       continue;
     }
-    out.scored = out.measured > 0;
+    // From a millisecond-long step to a week, from a thousandth of a token to a billion a second.
+    const bool step = out.quantity == "step_time_s";
+    out.scored = step ? out.measured >= 1e-3 && out.measured <= 1e6
+                      : out.measured >= 1e-3 && out.measured <= 1e9;
     if (!out.scored) {
-      skip("measured value is not positive");
+      skip(step ? "step_time_s must be in 0.001..1000000 s"
+                : "tokens_per_s_per_gpu must be in 0.001..1000000000");
       continue;
     }
     out.relative_error = (out.estimated - out.measured) / out.measured;
@@ -620,6 +624,17 @@ std::string inference_config_for(const json& p, inference_config& config) {
   return "";
 }
 
+// A point's text as a note quotes it: cut to a readable length (at a character's start).
+std::string clipped(const std::string& text) {
+  if (text.size() <= 40) return text;
+  std::size_t cut = 40;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
+constexpr double min_measured_gib = 1e-3;
+constexpr double max_measured_gib = 1e5;
+
 }  // namespace
 
 memory_report validate_memory(const json& points) {
@@ -630,26 +645,40 @@ memory_report validate_memory(const json& points) {
   std::map<std::string, std::vector<double>> by_trust;
   std::vector<double> host_errors;
   if (!points.is_array()) return report;
-  for (const auto& p : points) {
-    if (!p.is_object()) continue;
+  // Every input point is listed: scored, or with the reason it is not.
+  for (std::size_t index = 0; index < points.size(); ++index) {
+    const json& p = points[index];
     memory_point out;
+    auto skip = [&](const std::string& why) {
+      out.note = why;
+      report.points.push_back(out);
+    };
+    if (!p.is_object()) {
+      out.id = "#" + std::to_string(index);
+      skip("not a point: a point is a JSON object");
+      continue;
+    }
     out.id = text_or(p, "id", "");
+    if (out.id.empty()) out.id = "#" + std::to_string(index);
     out.kind = text_or(p, "kind", "");
     out.metric = text_or(p, "metric", "unknown");
     out.trust = text_or(p, "trust", "");
     const json& w = object_at(p, "workload");
     out.phase = text_or(w, "phase", "");
     out.finetune = text_or(w, "finetune", "");
-    if (out.kind != "peak" && out.kind != "oom_lower_bound" && out.kind != "capacity_upper_bound")
+    if (out.kind != "peak" && out.kind != "oom_lower_bound" && out.kind != "capacity_upper_bound") {
+      skip("not scored: kind '" + clipped(out.kind) + "' is not a peak or a bound");
       continue;
-    if (!p.value("measured_gib", json()).is_number()) continue;
+    }
+    if (!p.value("measured_gib", json()).is_number()) {
+      skip("measured_gib is missing or not a number");
+      continue;
+    }
     out.measured_gib = p.at("measured_gib").get<double>();
-    auto skip = [&](const std::string& why) {
-      out.note = why;
-      report.points.push_back(out);
-    };
-    if (!(out.measured_gib > 0)) {
-      skip("measured_gib must be a positive figure");
+    // A GPU's or a host's memory, from 1 MiB to 100 TiB: anything else is a typo, and a figure
+    // near 0 would make the relative error infinite.
+    if (!(out.measured_gib >= min_measured_gib && out.measured_gib <= max_measured_gib)) {
+      skip("measured_gib must be in 0.001..100000 GiB");
       continue;
     }
     const bool inference = out.phase == "inference";

@@ -114,14 +114,33 @@ TEST_CASE("points with impossible sizes are skipped with a reason, never scored 
   negative["parallel"]["dp"] = -2;
   CHECK(validate_memory(nlohmann::json::array({negative})).points.at(0).note ==
         "parallel.dp must be an integer in 1..65536");
-  // A measured figure of 0 or less cannot be an error's denominator.
-  for (const double measured : {0.0, -1.0}) {
+  // A measured figure outside a memory's physical range cannot be an error's denominator (1e-300
+  // made the median 9.5e300; 1e-308 an infinite error).
+  for (const double measured : {0.0, -1.0, 1e-308, 1e-300, 1e-4, 1e300}) {
     nlohmann::json p = base;
     p["measured_gib"] = measured;
     const auto report = validate_memory(nlohmann::json::array({p}));
+    REQUIRE(report.points.size() == 1);
     CHECK_FALSE(report.points.at(0).scored);
-    CHECK(report.points.at(0).note == "measured_gib must be a positive figure");
+    CHECK(report.points.at(0).note == "measured_gib must be in 0.001..100000 GiB");
+    CHECK(report.summary.n == 0);
   }
+  // Every point appears, scored or with why not: a measured figure that is not a number or is
+  // missing, a point that is not an object, a kind that is not a peak or a bound.
+  nlohmann::json text = base;
+  text["measured_gib"] = "x";
+  nlohmann::json missing = base;
+  missing.erase("measured_gib");
+  nlohmann::json calibration = base;
+  calibration["kind"] = "calibration";
+  const auto report = validate_memory(nlohmann::json::array({text, missing, 7, calibration, base}));
+  REQUIRE(report.points.size() == 5);
+  CHECK(report.points.at(0).note == "measured_gib is missing or not a number");
+  CHECK(report.points.at(1).note == "measured_gib is missing or not a number");
+  CHECK(report.points.at(2).id == "#2");
+  CHECK(report.points.at(2).note == "not a point: a point is a JSON object");
+  CHECK(report.points.at(3).note == "not scored: kind 'calibration' is not a peak or a bound");
+  CHECK(report.points.at(4).scored);
 }
 
 TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {

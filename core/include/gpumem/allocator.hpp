@@ -71,6 +71,9 @@ class caching_allocator {
   free_set free_small_;  // free blocks by size, for best fit
   free_set free_large_;
   std::map<std::pair<int, std::uint64_t>, int> free_at_;  // free blocks by (segment, offset)
+  // Free blocks that are a whole segment, which release_free_segments gives back (kept apart so
+  // that it does not scan every free block whenever the device is full).
+  std::set<int> whole_free_;
   void insert_free(int index);
   void erase_free(int index);
   std::uint64_t allocated_ = 0;

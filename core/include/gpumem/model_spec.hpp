@@ -186,7 +186,28 @@ struct model_spec {
   std::vector<layer_spec> layers;
   std::vector<tensor_spec> tensors;   // registration order
   std::vector<std::string> warnings;  // how ambiguous or unknown input was read
+  // Each block's tensors, as indices into `tensors` in registration order (index_block_tensors;
+  // empty until then, and for_each_block_tensor scans instead).
+  std::vector<std::vector<std::uint32_t>> block_tensors;
 };
+
+// Builds model_spec::block_tensors, so that a step's replay visits each block's tensors without
+// scanning the whole model for every block (which made it quadratic in the blocks).
+void index_block_tensors(model_spec& spec);
+
+// Calls f(tensor) for each tensor of block `layer` (its own, not a shared block's), in order.
+template <class F>
+void for_each_block_tensor(const model_spec& spec, int layer, F&& f) {
+  if (spec.block_tensors.size() == spec.layers.size() && layer >= 0 &&
+      static_cast<std::size_t>(layer) < spec.layers.size()) {
+    for (const std::uint32_t i : spec.block_tensors[static_cast<std::size_t>(layer)])
+      f(spec.tensors[i]);
+    return;
+  }
+  for (const auto& t : spec.tensors) {
+    if (t.layer == layer) f(t);
+  }
+}
 
 // The block whose tensors block `layer` runs: its own, or the one it shares them with.
 inline int parameter_block(const model_spec& spec, int layer) {

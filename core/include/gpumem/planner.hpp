@@ -4,6 +4,7 @@
 // when none fits at batch 1, the CPU offload that would.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,15 @@ struct plan_candidate {
   std::uint64_t host_bytes_per_node = 0;
   std::uint64_t nvme_bytes_per_node = 0;
 };
+
+// A plan replays a step for every method and micro-batch it tries (and a solve for every
+// micro-batch), each replay linear in the model's blocks: models of up to this many blocks are
+// planned within about a second natively; larger ones (config.json allows 4,096) are estimated one
+// method at a time. Real models have at most a few hundred (Llama-3.1-405B: 126).
+inline constexpr std::size_t max_planned_blocks = 1024;
+
+// request.too_large, naming the model's blocks and the limit, for a search over a larger model.
+std::optional<error> check_plan_size(const model_spec& spec, const std::string& search);
 
 // A candidate as a person names it: "ZeRO-3 with 2-way tensor parallelism".
 std::string candidate_label(const plan_candidate& c);
