@@ -306,7 +306,8 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
   const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
   read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
-  spec.max_positions = cfg.optional({"max_position_embeddings"}, 0, max_positions, 0);
+  // Absent: unknown (0, no limit); stated, at least 1 as every other family's.
+  spec.max_positions = cfg.optional({"max_position_embeddings"}, 0, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", v.tie_default);
   spec.activation = cfg.text("hidden_activation", cfg.text("hidden_act", "silu"));
   const bool gpt_oss = spec.model_type == "gpt_oss";

@@ -102,11 +102,12 @@ result<ordered_json> inference_estimate_json(const json& request, const model_sp
         context ? inference_limit::max_context : inference_limit::max_batch, upper);
     if (!solved.ok()) return solved.failure();
     const char* key = context ? "max_context" : "max_batch";
-    out["solution"] = {{key, solved.value().value},
-                       {"limited_by", solved.value().value == 0 ? "nothing fits"
-                                      : solved.value().capped
-                                          ? (context ? "the model's positions" : "the search bound")
-                                          : "memory"}};
+    const bool capped = solved.value().capped;
+    out["solution"] = {
+        {key, solved.value().value},
+        {"limited_by", capped ? (context ? "the model's positions" : "the search bound")
+                       : solved.value().value == 0 ? "nothing fits"
+                                                   : "memory"}};
   }
   return out;
 }

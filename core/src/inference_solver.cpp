@@ -86,7 +86,10 @@ result<inference_solution> solve_inference_limit(const model_spec& spec,
     return ranks.value().fits;
   };
   inference_solution out;
-  if (upper < lowest) return out;
+  if (upper < lowest) {
+    out.capped = true;  // no length fits within the bound (the model's positions)
+    return out;
+  }
   auto first = fits(lowest);
   if (!first.ok()) return first.failure();
   if (!first.value()) return out;

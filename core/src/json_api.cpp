@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_set>
 
 #include "estimate_json.hpp"
 #include "gpumem/config_parser.hpp"
@@ -16,6 +17,7 @@
 #include "gpumem/validation.hpp"
 #include "inference_json.hpp"
 #include "model_json.hpp"
+#include "number_text.hpp"
 #include "request_reader.hpp"
 #include "training_json.hpp"
 
@@ -54,11 +56,22 @@ std::string serialized(const ordered_json& out) {
   return out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
 }
 
+// Text an error echoes from the request, cut to a readable length at a character's start (a 10 MB
+// key made a 20 MB error).
+std::string readable(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
 std::string respond_error(const error& e) {
   ordered_json out;
   out["api_version"] = api_version;
   out["ok"] = false;
-  out["error"] = {{"code", e.code}, {"field", e.field}, {"message", e.message}};
+  out["error"] = {{"code", e.code},
+                  {"field", readable(e.field, max_error_field)},
+                  {"message", readable(e.message, max_error_message)}};
   if (e.has_range) out["error"]["range"] = {{"min", e.range_min}, {"max", e.range_max}};
   return serialized(out);
 }
@@ -224,6 +237,22 @@ ordered_json model_identity(const training_context& c) {
   return out;
 }
 
+// Removes every null member of every object, depth first (arrays keep their elements).
+void drop_nulls(json& value) {
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end();) {
+      if (it->is_null()) {
+        it = value.erase(it);
+      } else {
+        drop_nulls(*it);
+        ++it;
+      }
+    }
+  } else if (value.is_array()) {
+    for (auto& item : value) drop_nulls(item);
+  }
+}
+
 // options.timeline belongs to a detailed estimate: one replayed step.
 error timeline_refused(const std::string& what) {
   return {"request.invalid_value", "options.timeline",
@@ -232,7 +261,7 @@ error timeline_refused(const std::string& what) {
 }
 
 bool is_inference(const json& request) {
-  const json& workload = request.value("workload", json::object());
+  const json& workload = member_object(request, "workload");
   return workload.is_object() && workload.value("phase", json()) == "inference";
 }
 
@@ -523,6 +552,21 @@ std::size_t json_nesting_depth(std::string_view text) {
 }
 
 std::string handle_request(const std::string& request_json) {
+  // Refused before parsing: a request too large to read within a page's memory (80 MB of [0,0,...]
+  // took the wasm module past its 2 GB heap), and text after a NUL character, which a parser
+  // would never see.
+  if (request_json.size() > max_request_bytes) {
+    return respond_error(
+        {"request.too_large", "",
+         "the request is " + grouped_number(static_cast<double>(request_json.size()), 0) +
+             " bytes; at most " + grouped_number(static_cast<double>(max_request_bytes), 0) +
+             " are accepted"});
+  }
+  if (const std::size_t nul = request_json.find('\0'); nul != std::string::npos) {
+    return respond_error(
+        {"json.parse_error", "",
+         "the request is not valid JSON: a NUL character at byte " + std::to_string(nul)});
+  }
   const std::size_t depth = json_nesting_depth(request_json);
   if (depth > max_json_depth) {
     return respond_error({"request.too_deep", "",
@@ -530,7 +574,24 @@ std::string handle_request(const std::string& request_json) {
                               " levels deep; at most " + std::to_string(max_json_depth) +
                               " are accepted"});
   }
-  const json request = json::parse(request_json, nullptr, false);
+  // A key twice in one object is refused rather than read as its last value (docs/api.md).
+  std::vector<std::unordered_set<std::string>> keys_seen;
+  std::string duplicate;
+  const json::parser_callback_t track_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty()) {
+      if (!keys_seen.back().insert(parsed.get<std::string>()).second)
+        duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  json request = json::parse(request_json, track_keys, false);
+  if (!request.is_discarded() && !duplicate.empty()) {
+    return respond_error({"json.duplicate_key", "",
+                          "the request is not valid here: the key \"" + readable(duplicate, 60) +
+                              "\" appears twice in one object"});
+  }
   if (request.is_discarded()) {
     syntax_error_reader reader;
     json::sax_parse(request_json, &reader);
@@ -548,12 +609,20 @@ std::string handle_request(const std::string& request_json) {
     return respond_error({"request.unsupported_api_version", "api_version",
                           "[api_version] must be 1, got " + request.at("api_version").dump()});
   }
-  if (!request.contains("command") || !request.at("command").is_string()) {
+  if (!request.contains("command") || request.at("command").is_null()) {
     return respond_error(
         {"request.missing_field", "command",
          "[command] is required: one of params, estimate, plan, validate, models, gpus, version"});
   }
+  if (!request.at("command").is_string()) {
+    return respond_error({"request.invalid_type", "command",
+                          "[command] must be a string: one of params, estimate, plan, validate, "
+                          "models, gpus, version"});
+  }
   const std::string command = request.at("command").get<std::string>();
+  // null on an optional field means the field is absent (its default); on a required one, that
+  // it is missing (docs/api.md). Validation points keep theirs: their format reads null itself.
+  if (command != "validate") drop_nulls(request);
   if (command == "params") return params_command(request);
   if (command == "models") return models_command(request);
   if (command == "gpus") return gpus_command(request);

@@ -9,19 +9,26 @@ namespace gpumem {
 
 using json = nlohmann::ordered_json;
 
-namespace {
-
-const json& member(const json& request, const char* key) {
+const json& member_object(const json& parent, const char* key) {
   static const json empty = json::object();
-  auto it = request.find(key);
-  return it == request.end() ? empty : *it;
+  if (!parent.is_object()) return empty;
+  auto it = parent.find(key);
+  return it == parent.end() || it->is_null() ? empty : *it;
 }
 
-std::optional<error> check_object(const json& request, const char* key) {
-  if (request.contains(key) && !request.at(key).is_object()) {
-    return error{"request.invalid_type", key, "[" + std::string(key) + "] must be an object"};
-  }
-  return std::nullopt;
+namespace {
+
+const json& member(const json& request, const char* key) { return member_object(request, key); }
+
+// request.invalid_type when `key` of `request` (at `where`, "" at the top) is neither an object
+// nor absent (missing or null).
+std::optional<error> check_object(const json& request, const char* key,
+                                  const std::string& where = "") {
+  const auto it = request.find(key);
+  if (it == request.end() || it->is_null() || it->is_object()) return std::nullopt;
+  const std::string path = where.empty() ? std::string(key) : where + "." + key;
+  return error{"request.invalid_type", path,
+               "[" + path + "] must be an object, got " + std::string(it->type_name())};
 }
 
 std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
@@ -155,6 +162,12 @@ std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_le
 
 std::optional<error> unknown_keys(const json& object, const std::string& where,
                                   std::initializer_list<const char*> accepted) {
+  if (object.is_null()) return std::nullopt;  // absent
+  if (!object.is_object()) {
+    return error{"request.invalid_type", where.empty() ? "request" : where,
+                 "[" + (where.empty() ? std::string("request") : where) +
+                     "] must be an object, got " + std::string(object.type_name())};
+  }
   for (const auto& item : object.items()) {
     bool known = false;
     for (const char* name : accepted) known = known || item.key() == name;
@@ -895,8 +908,7 @@ result<inference_request> read_inference_request(const json& request, const mode
 
   // The KV cache: each framework's own default kind.
   const json& kv = member(workload, "kv_cache");
-  if (auto e = check_object(workload, "kv_cache"))
-    return error{e->code, "workload.kv_cache", e->message};
+  if (auto e = check_object(workload, "kv_cache", "workload")) return *e;
   if (auto e = unknown_keys(kv, "workload.kv_cache",
                             {"kind", "dtype", "tokens", "block_size", "gpu_memory_utilization",
                              "max_num_batched_tokens", "max_num_seqs"})) {

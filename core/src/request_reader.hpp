@@ -24,6 +24,11 @@ namespace gpumem {
 std::optional<error> unknown_keys(const nlohmann::ordered_json& object, const std::string& where,
                                   std::initializer_list<const char*> accepted);
 
+// A member of `parent` (an object, or absent: missing or null, which docs/api.md defines as the
+// default) as its value, or {} when absent. A non-object value is returned as it is, for the
+// reader to refuse.
+const nlohmann::ordered_json& member_object(const nlohmann::ordered_json& parent, const char* key);
+
 // "detailed" (the default) or "llmem".
 result<std::string> read_mode(const nlohmann::ordered_json& request);
 

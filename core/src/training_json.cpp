@@ -72,8 +72,7 @@ result<training_job> read_training_job(const json& request, const model_spec& sp
   const training_parallel& layout = parallel.value();
   // Sharded QLoRA (ZeRO-3, FSDP) loads the 4-bit base without PEFT's kbit preparation.
   if (shards_parameters(layout.sharding) &&
-      request.value("workload", json::object()).value("kbit_preparation", json(false)) ==
-          json(true)) {
+      member_object(request, "workload").value("kbit_preparation", json(false)) == json(true)) {
     return error{"request.invalid_value", "workload.kbit_preparation",
                  "[workload.kbit_preparation] sharded QLoRA (zero3, gemini, fsdp_*) "
                  "loads its 4-bit base without it"};
@@ -209,7 +208,7 @@ result<std::uint64_t> solve_max_batch(const model_spec& spec, const cluster_spec
 ordered_json parallel_json(const json& request, const training_job& job) {
   const training_parallel& layout = job.layout;
   ordered_json out = {
-      {"method", request.value("parallel", json::object()).value("method", "single")},
+      {"method", member_object(request, "parallel").value("method", json("single"))},
       {"dp", layout.dp},
       {"tp", layout.tp},
       {"sequence_parallel", layout.sequence_parallel},

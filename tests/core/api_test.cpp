@@ -147,11 +147,14 @@ TEST_CASE("envelope errors") {
   check_error(call(params_request(42)), "request.invalid_type", "model");
   check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"nmae", "x"}})),
               "request.unknown_field", "model.nmae");
-  // A name that is not a string is refused, not thrown on; a preset takes no name.
-  for (const json& name : {json(nullptr), json(3), json::array(), json::object()}) {
+  // A name that is not a string is refused, not thrown on; a preset takes no name. null means
+  // absent (docs/api.md): the config is read, and this one lacks its keys.
+  for (const json& name : {json(3), json::array(), json::object()}) {
     check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"name", name}})),
                 "request.invalid_type", "model.name");
   }
+  check_error(call(params_request({{"config", {{"model_type", "llama"}}}, {"name", nullptr}})),
+              "config.missing_keys", "model.config");
   check_error(call(params_request({{"preset", "gpt2"}, {"label", "x"}})), "request.unknown_field",
               "model.label");
 }

@@ -15,6 +15,15 @@ inline constexpr int api_version = 1;
 // recurse, and a stack overflow cannot be caught.
 inline constexpr std::size_t max_json_depth = 64;
 
+// The largest request read, in bytes (16 MiB: the development set's validation points are 0.5 MB).
+// Larger text is refused before it is parsed: 80 MB of [0,0,...] took the wasm module past its
+// 2 GB heap. The facade (wasm/gpumem.mjs) refuses it before copying it into the module.
+inline constexpr std::size_t max_request_bytes = 16ULL << 20;
+
+// What an error may echo of the request: its field path and its message, cut to these many bytes.
+inline constexpr std::size_t max_error_field = 200;
+inline constexpr std::size_t max_error_message = 1000;
+
 // The deepest nesting of arrays and objects in a JSON text (brackets inside strings do not
 // count); a linear scan that works on malformed text too.
 std::size_t json_nesting_depth(std::string_view text);
