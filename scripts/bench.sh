@@ -12,4 +12,5 @@ else
   echo "(Google Benchmark not installed: apt-get install libbenchmark-dev for the native figures)"
 fi
 node bench/wasm_bench.mjs
+node bench/corpus_bench.mjs
 node bench/page_bench.mjs

@@ -2,7 +2,8 @@
 # Installs what gpumem needs to build and test, only where it is missing (safe to re-run).
 # On Debian/Ubuntu it uses apt-get; elsewhere it names the packages to install by hand:
 #   CMake >= 3.25, Ninja, a C++17 compiler, clang-format, Emscripten 3.1.x, doctest 2.4, nlohmann/json 3.10+,
-#   Node.js >= 18 with npm, Python 3 (the measurement tool's tests), and Chromium (page tests).
+#   Node.js >= 18 with npm, Python 3 (the measurement tool's tests), and Chromium (page tests);
+#   clang's libFuzzer runtime where clang is there (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,6 +21,10 @@ command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 [ -f /usr/include/benchmark/benchmark.h ] || missing+=(libbenchmark-dev)
+# clang's libFuzzer runtime, for scripts/fuzz.sh (emscripten brings clang-14 itself).
+if command -v clang++-14 >/dev/null && ! ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
+  missing+=(libclang-rt-14-dev)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the doctest suite natively, under ASan+UBSan, and as wasm under node (ctest),
-# the measurement tool's unit tests, then the node:test suites for the facade, the CLI, the
-# presets and the page in Chromium.
+# a minute of fuzzing of the JSON API (where clang is installed), the measurement tool's unit
+# tests, then the node:test suites for the facade, the CLI, the presets, the serving script, the
+# adversarial corpus and the page in Chromium.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/build.sh
@@ -13,6 +14,8 @@ for preset in native native-asan wasm; do
   echo "== ctest --preset $preset"
   ctest --preset "$preset"
 done
+# The JSON API's libFuzzer target for a minute, where clang's fuzzer runtime is installed.
+scripts/fuzz.sh 60
 echo "== python3 -m unittest (tools/measure: the GPU measurement tool's mapping, without a GPU)"
 python3 -m unittest tools/measure/test_measure.py
 echo "== node --test"

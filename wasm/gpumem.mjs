@@ -7,6 +7,10 @@ import createGpumemCore from './gpumem_core.mjs';
 
 export const API_VERSION = 1;
 
+// The core's max_request_bytes (core/include/gpumem/json_api.hpp): a longer request is refused
+// here, before it is copied into the module's memory (80 MB took it past its 2 GB heap).
+const MAX_REQUEST_BYTES = 16 * 2 ** 20;
+
 export class GpumemError extends Error {
   // `range` ({min, max} in the field's own unit) when a number is outside its range.
   constructor({ code, field, message, range }) {
@@ -47,6 +51,12 @@ class Gpumem {
   respond(request) {
     const text =
       typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...request });
+    if (text.length > MAX_REQUEST_BYTES) {
+      return {
+        api_version: API_VERSION, ok: false,
+        error: { code: 'request.too_large', field: '', message: `the request is ${text.length.toLocaleString('en-US')} characters; at most ${MAX_REQUEST_BYTES.toLocaleString('en-US')} bytes are accepted` },
+      };
+    }
     return JSON.parse(this.#core.handleRequest(text));
   }
 

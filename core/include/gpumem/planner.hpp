@@ -38,9 +38,10 @@ struct plan_candidate {
 
 // A plan replays a step for every method and micro-batch it tries (and a solve for every
 // micro-batch), each replay linear in the model's blocks: models of up to this many blocks are
-// planned within about a second natively; larger ones (config.json allows 4,096) are estimated one
-// method at a time. Real models have at most a few hundred (Llama-3.1-405B: 126).
-inline constexpr std::size_t max_planned_blocks = 1024;
+// planned within about two seconds natively even at their largest batches (a 256-block model of
+// width 256 on 8 GPUs, tests/adversarial); larger ones (config.json allows 4,096) are estimated
+// one method at a time. Published decoders have fewer than 130 (Llama-3.1-405B: 126).
+inline constexpr std::size_t max_planned_blocks = 256;
 
 // request.too_large, naming the model's blocks and the limit, for a search over a larger model.
 std::optional<error> check_plan_size(const model_spec& spec, const std::string& search);
