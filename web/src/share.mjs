@@ -27,9 +27,32 @@ export async function encodeConfig(config) {
   return base64url(await through(new CompressionStream('deflate-raw'), json));
 }
 
+// A config.json is tens of KB: a link's code that inflates past this is not one (a crafted link
+// must not inflate gigabytes in the tab).
+const MAX_CONFIG_BYTES = 4 << 20;
+
 // The config a link's code holds; throws when the code is not one.
 export async function decodeConfig(code) {
-  if (!/^[A-Za-z0-9_-]+$/.test(code)) throw new Error('not a config code');
-  const json = await through(new DecompressionStream('deflate-raw'), fromBase64url(code));
-  return JSON.parse(new TextDecoder().decode(json));
+  if (!/^[A-Za-z0-9_-]+$/.test(code) || code.length > 4 * MAX_CONFIG_CODE) throw new Error('not a config code');
+  const stream = new Blob([fromBase64url(code)]).stream().pipeThrough(new DecompressionStream('deflate-raw'));
+  const reader = stream.getReader();
+  const parts = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > MAX_CONFIG_BYTES) {
+      reader.cancel();
+      throw new Error('not a config code');
+    }
+    parts.push(value);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.length;
+  }
+  return JSON.parse(new TextDecoder().decode(bytes));
 }
