@@ -49,15 +49,20 @@ class Gpumem {
   // The whole response, whether the core answered or refused ({ok: false, error}): for callers
   // that handle both, like the page's worker.
   respond(request) {
+    return JSON.parse(this.respondText(request));
+  }
+
+  // The response as the core wrote it (JSON text): what the regression corpus compares.
+  respondText(request) {
     const text =
       typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...request });
     if (text.length > MAX_REQUEST_BYTES) {
-      return {
+      return JSON.stringify({
         api_version: API_VERSION, ok: false,
         error: { code: 'request.too_large', field: '', message: `the request is ${text.length.toLocaleString('en-US')} characters; at most ${MAX_REQUEST_BYTES.toLocaleString('en-US')} bytes are accepted` },
-      };
+      });
     }
-    return JSON.parse(this.#core.handleRequest(text));
+    return this.#core.handleRequest(text);
   }
 
   // `model`: a preset id, {preset}, or {config: {...config.json...}}.

@@ -1,0 +1,24 @@
+// The regression corpus: every answer byte for byte as recorded (tools/regression/), so that a
+// restructuring or a speed-up of the engine changes no number. A change meant to move numbers
+// records the corpus again (node tools/regression/record.mjs) and says why.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { repoRoot, facadePath } from './paths.mjs';
+import { corpusRequests, digest } from '../../tools/regression/corpus.mjs';
+
+const { loadGpumem } = await import(facadePath);
+const gpumem = await loadGpumem();
+const recorded = JSON.parse(readFileSync(`${repoRoot}tests/regression/digests.json`, 'utf8'));
+
+test('every answer of the regression corpus is byte for byte as recorded', () => {
+  const changed = [];
+  let compared = 0;
+  for (const { name, text } of corpusRequests(repoRoot)) {
+    if (!(name in recorded)) continue;
+    compared += 1;
+    if (digest(gpumem.respondText(text)) !== recorded[name]) changed.push(name);
+  }
+  assert.ok(compared >= 700, `${compared} answers compared`);
+  assert.deepEqual(changed, []);
+});

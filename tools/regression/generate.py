@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Writes tests/regression/requests.json: about a thousand requests covering every command, mode,
+framework, parallel method, offload, inference format and error code, drawn from a fixed seed.
+tools/regression/record.mjs records a digest of each answer (tests/regression/digests.json); the
+node test tests/js/regression.test.mjs requires every answer byte for byte the same, so that a
+restructuring of the engine changes no number. Every validation set's `validate` answer is part
+of it (by file).
+
+Usage: python3 tools/regression/generate.py && node tools/regression/record.mjs
+"""
+import json
+import os
+import random
+
+random.seed(20261128)
+ROOT = os.path.join(os.path.dirname(__file__), '..', '..')
+OUT = os.path.join(ROOT, 'tests', 'regression', 'requests.json')
+
+PRESETS = [m['id'] for m in json.load(open(os.path.join(ROOT, 'presets', 'models', 'index.json')))['models']]
+GPUS = [g['id'] for g in json.load(open(os.path.join(ROOT, 'presets', 'gpus.json')))['gpus']]
+SMALL = ['gpt2', 'meta-llama/Llama-3.2-1B', 'facebook/opt-125m', 'EleutherAI/pythia-410m-deduped', 'bert-base-uncased',
+         'google/gemma-2-2b', 'microsoft/phi-2', 'Qwen/Qwen2.5-0.5B', 'TinyLlama/TinyLlama-1.1B-Chat-v1.0']
+SMALL = [m for m in SMALL if m in PRESETS]
+LARGE = [m for m in PRESETS if m not in SMALL]
+FRAMEWORKS = ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan']
+METHODS = ['ddp', 'zero1', 'zero2', 'zero3', 'fsdp_full_shard', 'fsdp_shard_grad_op', 'fsdp_hybrid_shard', 'gemini',
+           'tensor_parallel', 'pipeline']
+requests = []
+
+
+def add(name, request):
+    requests.append({'name': name, 'request': request})
+
+
+def training_workload(micro=True):
+    w = {'finetune': random.choice(['full', 'lora', 'lora', 'dora', 'ia3']),
+         'seq_len': random.choice([64, 128, 256, 512, 1024]),
+         'compute': random.choice(['amp_bf16', 'amp_fp16', 'pure_bf16', 'fp32']),
+         'optimizer': random.choice(['adamw', 'adamw', 'adamw_8bit', 'adafactor', 'sgd', 'sgd_momentum']),
+         'grad_ckpt': random.choice([True, False, 'selective']),
+         'attention': random.choice(['sdpa', 'eager', 'flash'])}
+    if random.random() < 0.25:
+        w['framework'] = random.choice(FRAMEWORKS)
+    if w['finetune'] in ('lora', 'dora') and random.random() < 0.5:
+        w['lora'] = {'r': random.choice([4, 8, 16, 64]), 'targets': random.choice([['q_proj', 'v_proj'], 'all-linear', ['q_proj', 'k_proj', 'v_proj', 'o_proj']])}
+        if random.random() < 0.3:
+            w['lora']['dropout'] = 0.1
+    if w['finetune'] == 'lora' and random.random() < 0.2:
+        w['weights'] = random.choice(['nf4', 'nf4_double_quant', 'int8', 'fp4'])
+    if random.random() < 0.15:
+        w['grad_accumulation'] = random.choice([2, 4])
+    if random.random() < 0.1:
+        w['software'] = random.choice([{'torch': '1.13'}, {'bitsandbytes': '0.45.0'}, {'peft': '0.10.0'}])
+    if random.random() < 0.1:
+        w['loss'] = 'plain_cross_entropy'
+    if random.random() < 0.1:
+        w['keep_outputs'] = True
+    if micro:
+        w['micro_batch'] = random.choice([1, 1, 2, 4, 8])
+    return w
+
+
+for i in range(500):
+    gpus = random.choice([1, 1, 2, 4, 8])
+    request = {'command': 'estimate', 'model': random.choice(SMALL if random.random() < 0.7 else LARGE),
+               'cluster': {'gpu': random.choice(GPUS), 'gpus': gpus}, 'workload': training_workload()}
+    if gpus > 1:
+        request['parallel'] = {'method': random.choice(METHODS)}
+        if random.random() < 0.15 and request['parallel']['method'] in ('zero2', 'zero3', 'fsdp_full_shard'):
+            request['parallel']['offload'] = random.choice([{'optimizer': 'cpu'}, {'optimizer': 'cpu', 'params': 'cpu'},
+                                                            {'optimizer': 'nvme', 'params': 'nvme', 'activations': 'cpu'}])
+            request['cluster']['host_ram_bytes'] = random.choice([0, 1 << 37, 1 << 40])
+        if random.random() < 0.1:
+            request['parallel']['tp'] = 2
+        if random.random() < 0.1:
+            request['parallel']['cp'] = 2
+    elif random.random() < 0.1:
+        request['parallel'] = {'method': 'zero3', 'offload': {'optimizer': 'cpu'}}
+    if random.random() < 0.2:
+        request['metric'] = random.choice(['allocated', 'reserved'])
+    if random.random() < 0.1:
+        request['options'] = {'timeline': 32}
+    if random.random() < 0.1:
+        request['cluster']['headroom'] = random.choice([0, 0.1])
+    add(f'training estimate {i}', request)
+
+for i in range(100):
+    request = {'command': 'plan', 'model': random.choice(SMALL + LARGE[:6]),
+               'cluster': {'gpu': random.choice(GPUS), 'gpus': random.choice([1, 2, 4, 8])},
+               'workload': training_workload(micro=random.random() < 0.2)}
+    if random.random() < 0.2:
+        request['cluster']['host_ram_bytes'] = 1 << 38
+    add(f'training plan {i}', request)
+
+for i in range(200):
+    framework = random.choice(['transformers', 'transformers', 'litgpt', 'vllm', 'llama_cpp'])
+    w = {'phase': 'inference', 'framework': framework, 'micro_batch': random.choice([1, 2, 8]),
+         'seq_len': random.choice([64, 512, 2048]), 'new_tokens': random.choice([1, 16, 256]),
+         'attention': random.choice(['sdpa', 'eager'])}
+    if framework == 'llama_cpp':
+        w['weights'] = random.choice(['gguf_q4_k_m', 'gguf_q8_0', 'gguf_q2_k'])
+    else:
+        w['weights'] = random.choice(['bf16', 'fp16', 'fp8', 'int8', 'nf4', 'gptq_4bit', 'awq_4bit'])
+    if framework == 'vllm':
+        w['kv_cache'] = {'kind': 'paged'}
+    elif random.random() < 0.3:
+        w['kv_cache'] = {'kind': random.choice(['static', 'dynamic']), 'dtype': random.choice(['bf16', 'fp8'])}
+    gpus = random.choice([1, 1, 2, 4])
+    request = {'command': random.choice(['estimate', 'estimate', 'plan']), 'model': random.choice(SMALL + LARGE),
+               'cluster': {'gpu': random.choice(GPUS), 'gpus': gpus}, 'workload': w}
+    if request['command'] == 'estimate':
+        if gpus > 1:
+            request['parallel'] = {'method': random.choice(['tensor_parallel', 'pipeline'])}
+        if random.random() < 0.25:
+            request['solve'] = random.choice(['max_context', 'max_batch'])
+        if random.random() < 0.1:
+            request['options'] = {'timeline': 16}
+    add(f'inference {i}', request)
+
+for i in range(80):
+    gpus = random.choice([1, 2, 4, 8])
+    request = {'command': random.choice(['estimate', 'plan']), 'mode': 'llmem',
+               'model': random.choice([m for m in SMALL + LARGE if m != 'bert-base-uncased' and 'bert' not in m and 't5' not in m]),
+               'cluster': {'gpu': random.choice(GPUS), 'gpus': gpus}, 'workload': {'seq_len': random.choice([128, 512, 1024])}}
+    if request['command'] == 'estimate':
+        request['workload']['micro_batch'] = random.choice([1, 2, 4])
+        request['parallel'] = {'method': 'single' if gpus == 1 else random.choice(['cdp', 'adp', 'tp'])}
+    add(f'llmem {i}', request)
+
+for model in PRESETS:
+    add(f'params {model}', {'command': 'params', 'model': model})
+for command in ('models', 'gpus', 'version'):
+    add(command, {'command': command})
+
+# Every error code, a few ways each.
+errors = [
+    {'command': 'nope'}, {'api_version': 2, 'command': 'version'}, {'command': 'params'},
+    {'command': 'params', 'model': 'no/such-model'}, {'command': 'params', 'model': {'config': 5}},
+    {'command': 'params', 'model': {'config': {'model_type': 'unknown_thing'}}},
+    {'command': 'params', 'model': {'config': {'model_type': 'gpt2', 'n_embd': 768}}},
+    {'command': 'params', 'model': {'config': {'model_type': 'gpt2', 'n_embd': 768, 'n_layer': 2, 'n_head': 7, 'vocab_size': 10}}},
+    {'command': 'estimate', 'model': 'gpt2', 'cluster': {'gpu': 'no-such-gpu'}, 'workload': {'micro_batch': 1}},
+    {'command': 'estimate', 'model': 'gpt2', 'cluster': {'gpu': 't4', 'gpus': 2}, 'parallel': {'method': 'single'}, 'workload': {'micro_batch': 1}},
+    {'command': 'estimate', 'model': 'gpt2', 'cluster': {'gpu': 't4', 'gpus': 4}, 'parallel': {'method': 'tensor_parallel'}, 'workload': {'micro_batch': 1}},
+    {'command': 'estimate', 'mode': 'llmem', 'model': 'gpt2', 'cluster': {'gpu': 't4', 'gpus': 4}, 'parallel': {'method': 'dp_tp', 'tp': 3}, 'workload': {'micro_batch': 1}},
+    {'command': 'estimate', 'mode': 'llmem', 'model': 'bert-base-uncased', 'cluster': {'gpu': 't4'}, 'workload': {'micro_batch': 1}},
+    {'command': 'estimate', 'model': 'gpt2', 'cluster': {'gpu': 't4'}, 'workload': {'micro_batch': 1 << 21}},
+    {'command': 'estimate', 'model': 'gpt2', 'cluster': {'gpu': 't4'}, 'workload': {'micro_batch': 1, 'typo': 1}},
+]
+for i, e in enumerate(errors):
+    add(f'error {i}', e)
+
+requests.sort(key=lambda r: 0)  # keep generation order
+validation = ['validation/' + f for f in sorted(os.listdir(os.path.join(ROOT, 'validation'))) if f.endswith('.json')]
+os.makedirs(os.path.dirname(OUT), exist_ok=True)
+with open(OUT, 'w') as f:
+    f.write('{"about": "Requests whose answers must stay byte for byte the same; tools/regression/generate.py.",\n')
+    f.write(' "validate_files": ' + json.dumps(validation + ['../shared/validation/dev.json']) + ',\n "requests": [\n')
+    f.write(',\n'.join(json.dumps(r, separators=(',', ':')) for r in requests))
+    f.write('\n]}\n')
+print(f'{len(requests)} requests and {len(validation) + 1} validation files written to {os.path.normpath(OUT)}')
