@@ -6,10 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpumem/config_parser.hpp"
-#include "gpumem/json_api.hpp"
-#include "gpumem/llmem.hpp"
-#include "gpumem/preset_catalog.hpp"
+#include "gpumem/api/json_api.hpp"
+#include "gpumem/model/config_parser.hpp"
+#include "gpumem/model/preset_catalog.hpp"
+#include "gpumem/plan/llmem.hpp"
 
 namespace {
 

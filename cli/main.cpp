@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "gpumem/json_api.hpp"
+#include "gpumem/api/json_api.hpp"
 #include "table.hpp"
 
 namespace {

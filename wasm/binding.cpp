@@ -3,6 +3,6 @@
 
 #include <emscripten/bind.h>
 
-#include "gpumem/json_api.hpp"
+#include "gpumem/api/json_api.hpp"
 
 EMSCRIPTEN_BINDINGS(gpumem) { emscripten::function("handleRequest", &gpumem::handle_request); }

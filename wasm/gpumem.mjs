@@ -7,7 +7,7 @@ import createGpumemCore from './gpumem_core.mjs';
 
 export const API_VERSION = 1;
 
-// The core's max_request_bytes (core/include/gpumem/json_api.hpp): a longer request is refused
+// The core's max_request_bytes (core/include/gpumem/api/json_api.hpp): a longer request is refused
 // here, before it is copied into the module's memory (80 MB took it past its 2 GB heap).
 const MAX_REQUEST_BYTES = 16 * 2 ** 20;
 

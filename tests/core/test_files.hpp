@@ -7,7 +7,7 @@
 #include <sstream>
 #include <string>
 
-#include "gpumem/json_api.hpp"
+#include "gpumem/api/json_api.hpp"
 
 namespace gpumem::test {
 

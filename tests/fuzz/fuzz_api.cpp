@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gpumem/json_api.hpp"
+#include "gpumem/api/json_api.hpp"
 
 namespace {
 

@@ -3,7 +3,7 @@
 docs/api.md promises for it (an answer, or a coded error and its field), written from the API's
 rules, not from running gpumem. The reproductions of the reliability issue come first; then, for
 valid base requests of every command, each field in turn out of its range, of the wrong type,
-null, and beside an unknown key. The doctest suite (tests/core/adversarial_test.cpp, natively,
+null, and beside an unknown key. The doctest suite (tests/core/api/adversarial_test.cpp, natively,
 under ASan+UBSan and in wasm) and the facade's node:test run every case; scripts/bench.sh prints
 the slowest.
 

@@ -119,7 +119,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
       view.shown = view.picked ? wanted : r.choice ? r.choice.candidate : Math.max(nearest, 0);
       view.candidate = r.candidates[view.shown];
       // A training candidate without offload carries its peak, verdict and components: shown at
-      // once, the same numbers its replay gives (tests/core/answer_test.cpp), before the replay
+      // once, the same numbers its replay gives (tests/core/api/answer_test.cpp), before the replay
       // adds the timeline and the notes.
       const c = view.candidate;
       if (!serving && c.valid !== false && !c.offload && c.per_gpu) {

@@ -1,0 +1,74 @@
+#pragma once
+// How long one training step takes, to rank the methods that fit (LLMem's Algorithm 1 chooses
+// the fastest). A roofline-style model, stated in docs/step_time.md:
+// - compute: FLOPs per token (6 per matmul parameter for forward and backward, plus attention's
+//   12 L s d; recomputation adds one more forward) at the GPU's dense fp16/bf16 peak times a
+//   model-FLOPs utilisation;
+// - communication: the bytes each GPU sends in the method's collectives (ring algorithms) over
+//   the intra-node link, or the inter-node link for collectives that span nodes;
+// - overlap: DDP hides gradient all-reduce behind the backward pass, ZeRO-3 / Gemini prefetch
+//   hides parameter gathers behind compute; tensor-parallel collectives are on the critical path.
+
+#include <cstdint>
+
+#include "gpumem/model/model_spec.hpp"
+#include "gpumem/model/param_count.hpp"
+#include "gpumem/plan/estimate.hpp"
+#include "gpumem/runtime/hardware.hpp"
+
+namespace gpumem {
+
+// Default model-FLOPs utilisation: typical of well-tuned large-model training on A100/H100
+// (PaLM: 46.2 % MFU, Chowdhery et al. 2022, Table 3; Megatron-LM: 52 % of peak for GPT-3 175B
+// on A100, Narayanan et al. 2021; IBM/PyTorch FSDP Llama-2-7B: 57 %, pytorch.org blog
+// "Maximizing training throughput using PyTorch FSDP", 2024).
+inline constexpr double default_mfu = 0.45;
+
+struct step_time_options {
+  double mfu = default_mfu;
+  // Forwards' worth recomputed in backward: 1 under gradient checkpointing (LLMem: always on), 0
+  // without, a share of one under a selective policy (per_op_recompute_share).
+  double recompute = 1.0;
+  // Backward computes weight gradients as well as input gradients (a second forward's worth);
+  // frozen weights (LoRA, QLoRA) need only the input gradients.
+  bool weight_gradients = true;
+  bool bf16 = false;  // bf16 tensor-core peak instead of fp16
+  // Fused causal attention (FlashAttention, SDPA) skips the masked half of the score matrix
+  // (Dao et al. 2022, FlashAttention); eager attention computes all of it.
+  bool causal_kernel = false;
+  // Colossal-AI 1D TP as LLMem runs it splits every Linear's input and all-reduces its output;
+  // false: Megatron-style, two all-reduces per block in forward and two in backward.
+  bool all_reduce_every_linear = true;
+  // Encoder-decoders: the decoder's tokens per sequence (0: seq_len). Their FLOPs per token are
+  // the sequence's FLOPs over its seq_len encoder tokens, which tokens/s counts.
+  std::uint64_t target_len = 0;
+};
+
+struct step_time {
+  double flops_per_token = 0;          // forward + backward (+ recompute) per token, whole model
+  double compute_s = 0;                // per GPU
+  double communication_s = 0;          // all collectives, per GPU
+  double exposed_communication_s = 0;  // not hidden behind compute
+  double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
+  double step_s = 0;
+  double tokens_per_s = 0;  // whole job
+  double tokens_per_s_per_gpu = 0;
+};
+
+// The share of a forward that torchtitan's per-op selective checkpointing recomputes: the matmuls
+// its policy does not keep, k, o and up of every block (training_step.cpp, block_memory::
+// op_cache), out of forward_flops_per_token (the attention kernel's output is kept).
+double per_op_recompute_share(const model_spec& spec, const param_count& counts,
+                              std::uint64_t seq_len, bool causal_kernel);
+
+// step_time_options::recompute for a run: a forward under full checkpointing, the per-op share
+// under torchtitan's per-op policy, else none.
+double recomputed_forwards(const model_spec& spec, const param_count& counts, std::uint64_t seq_len,
+                           bool causal_kernel, bool full_checkpointing, bool per_op_checkpointing);
+
+step_time estimate_step_time(const model_spec& spec, const param_count& counts,
+                             const cluster_spec& cluster, const parallel_config& parallel,
+                             std::uint64_t micro_batch, std::uint64_t seq_len,
+                             const step_time_options& options);
+
+}  // namespace gpumem

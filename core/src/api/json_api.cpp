@@ -1,0 +1,639 @@
+#include "gpumem/api/json_api.hpp"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <unordered_set>
+
+#include "api/estimate_json.hpp"
+#include "api/inference_json.hpp"
+#include "api/model_json.hpp"
+#include "api/number_text.hpp"
+#include "api/request_reader.hpp"
+#include "api/training_json.hpp"
+#include "gpumem/model/config_parser.hpp"
+#include "gpumem/model/param_count.hpp"
+#include "gpumem/model/preset_catalog.hpp"
+#include "gpumem/parallel/gemini_placement.hpp"
+#include "gpumem/parallel/offload.hpp"
+#include "gpumem/plan/llmem.hpp"
+#include "gpumem/plan/planner.hpp"
+#include "gpumem/training/training_step.hpp"
+#include "gpumem/validation/validation.hpp"
+
+namespace gpumem {
+
+using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
+
+namespace {
+
+// Records nlohmann's own description of a syntax error (line, column, what was expected)
+// without exceptions: the SAX interface hands the error over as an argument.
+struct syntax_error_reader : nlohmann::json_sax<json> {
+  std::string message;
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    message = e.what();
+    return false;
+  }
+};
+
+// The response text; a message quoting malformed user text gets U+FFFD for any invalid UTF-8
+// rather than an exception (which would abort the wasm module).
+std::string serialized(const ordered_json& out) {
+  return out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+// Text an error echoes from the request, cut to a readable length at a character's start (a 10 MB
+// key made a 20 MB error).
+std::string readable(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
+std::string respond_error(const error& e) {
+  ordered_json out;
+  out["api_version"] = api_version;
+  out["ok"] = false;
+  out["error"] = {{"code", e.code},
+                  {"field", readable(e.field, max_error_field)},
+                  {"message", readable(e.message, max_error_message)}};
+  if (e.has_range) out["error"]["range"] = {{"min", e.range_min}, {"max", e.range_max}};
+  return serialized(out);
+}
+
+// The path of the first integer in `value` above 2^53 (JavaScript's exact limit), or "".
+std::string first_inexact(const ordered_json& value, const std::string& path) {
+  if (value.is_number_unsigned() && value.get<std::uint64_t>() > max_exact_count) return path;
+  if (value.is_number_integer() && !value.is_number_unsigned() &&
+      (value.get<std::int64_t>() > static_cast<std::int64_t>(max_exact_count) ||
+       value.get<std::int64_t>() < -static_cast<std::int64_t>(max_exact_count)))
+    return path;
+  if (value.is_object()) {
+    for (const auto& [key, item] : value.items()) {
+      std::string found = first_inexact(item, path + "." + key);
+      if (!found.empty()) return found;
+    }
+  }
+  if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      std::string found = first_inexact(value[i], path + "[" + std::to_string(i) + "]");
+      if (!found.empty()) return found;
+    }
+  }
+  return "";
+}
+
+std::string respond(const std::string& command, ordered_json result, const ordered_json& warnings) {
+  // Every count an answer gives is exact in JavaScript, or the request is refused (a last guard
+  // behind the estimators' own size checks).
+  const std::string inexact = first_inexact(result, "result");
+  if (!inexact.empty()) {
+    return respond_error({"request.too_large", "",
+                          "[" + inexact +
+                              "] would pass 2^53 (9,007,199,254,740,992), beyond which counts are "
+                              "not exact in JSON: use a smaller model or workload"});
+  }
+  ordered_json out;
+  out["api_version"] = api_version;
+  out["ok"] = true;
+  out["command"] = command;
+  out["result"] = std::move(result);
+  out["warnings"] = warnings.is_array() ? warnings : ordered_json::array();
+  return serialized(out);
+}
+
+struct resolved_model {
+  model_spec spec;
+  ordered_json identity;  // id / name / source of the config
+};
+
+// `model`: a preset id, {"preset": id}, or {"config": {...}} with optional name, task_head
+// and num_labels.
+result<resolved_model> resolve_model(const json& request) {
+  if (!request.contains("model")) {
+    return error{"request.missing_field", "model",
+                 "[model] is required: a preset id such as \"meta-llama/Llama-2-7b-hf\", or "
+                 "{\"config\": {...config.json...}}"};
+  }
+  const json& model = request.at("model");
+  if (model.is_object() && model.contains("name") && !model.at("name").is_string()) {
+    return error{"request.invalid_type", "model.name",
+                 "[model.name] must be a string, got " + model.at("name").dump()};
+  }
+  model_options options;
+  ordered_json identity;
+  json config;
+  std::string config_field = "model.config";
+  if (model.is_string() || (model.is_object() && model.contains("preset"))) {
+    const json& id = model.is_string() ? model : model.at("preset");
+    const std::string field = model.is_string() ? "model" : "model.preset";
+    if (model.is_object()) {
+      if (auto e = unknown_keys(model, "model", {"preset", "task_head", "num_labels"})) return *e;
+    }
+    if (!id.is_string()) {
+      return error{"request.invalid_type", field, "[" + field + "] must be a preset id string"};
+    }
+    auto preset = find_model_preset(id.get<std::string>(), field);
+    if (!preset.ok()) return preset.failure();
+    const json& found = preset.value();
+    for (const char* key : {"id", "family", "published_params", "source"}) {
+      identity[key] = ordered_json(found.at(key));
+    }
+    config = found.at("config");
+  } else if (model.is_object() && model.contains("config")) {
+    if (auto e = unknown_keys(model, "model", {"config", "name", "task_head", "num_labels"})) {
+      return *e;
+    }
+    config = model.at("config");
+    identity["name"] = model.value("name", "custom config.json");
+  } else {
+    return error{"request.invalid_type", "model",
+                 "[model] must be a preset id string, {\"preset\": id} or {\"config\": {...}}"};
+  }
+  if (model.is_object()) {
+    if (model.contains("task_head")) {
+      const json& head = model.at("task_head");
+      if (!head.is_string() || !is_task_head(head.get<std::string>())) {
+        return error{"request.invalid_value", "model.task_head",
+                     "[model.task_head] must be one of base, masked_lm, pretraining, "
+                     "sequence_classification, token_classification, question_answering; got " +
+                         head.dump()};
+      }
+      options.task_head = head.get<std::string>();
+    }
+    if (model.contains("num_labels")) {
+      const json& labels = model.at("num_labels");
+      if (!labels.is_number_integer() || labels.get<std::int64_t>() < 1 ||
+          labels.get<std::int64_t>() > 1000000) {
+        return error{"request.invalid_value", "model.num_labels",
+                     "[model.num_labels] must be an integer in 1..1000000, got " + labels.dump()};
+      }
+      options.num_labels = labels.get<std::uint64_t>();
+    }
+  }
+  auto spec = parse_model_config(config, options, config_field);
+  if (!spec.ok()) return spec.failure();
+  return resolved_model{std::move(spec.value()), std::move(identity)};
+}
+
+std::string params_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "model"})) {
+    return respond_error(*e);
+  }
+  auto model = resolve_model(request);
+  if (!model.ok()) return respond_error(model.failure());
+  auto counts = count_params(model.value().spec);
+  if (!counts.ok()) return respond_error(counts.failure());
+  ordered_json result = params_json(model.value().spec, counts.value());
+  result["model"].insert(model.value().identity.begin(), model.value().identity.end());
+  return respond("params", std::move(result), ordered_json(model.value().spec.warnings));
+}
+
+// The parts every training request shares, read and checked.
+struct training_context {
+  resolved_model model;
+  param_count counts;
+  cluster_spec cluster;
+  plan_settings settings;
+  std::vector<std::string> warnings;
+};
+
+result<training_context> read_training(const json& request) {
+  auto mode = read_mode(request);
+  if (!mode.ok()) return mode.failure();
+  auto model = resolve_model(request);
+  if (!model.ok()) return model.failure();
+  auto counts = count_params(model.value().spec);
+  if (!counts.ok()) return counts.failure();
+  auto cluster =
+      read_cluster(request, mode.value() == "detailed" ? default_detailed_headroom : 0.0);
+  if (!cluster.ok()) return cluster.failure();
+  auto settings = read_options(request);
+  if (!settings.ok()) return settings.failure();
+  std::vector<std::string> warnings = model.value().spec.warnings;
+  return training_context{std::move(model.value()), counts.value(), cluster.value(),
+                          settings.value(), std::move(warnings)};
+}
+
+ordered_json model_identity(const training_context& c) {
+  ordered_json out = c.model.identity;
+  out["architecture"] = c.model.spec.architecture;
+  out["total_params"] = c.counts.total;
+  return out;
+}
+
+// Removes every null member of every object, depth first (arrays keep their elements).
+void drop_nulls(json& value) {
+  if (value.is_object()) {
+    for (auto it = value.begin(); it != value.end();) {
+      if (it->is_null()) {
+        it = value.erase(it);
+      } else {
+        drop_nulls(*it);
+        ++it;
+      }
+    }
+  } else if (value.is_array()) {
+    for (auto& item : value) drop_nulls(item);
+  }
+}
+
+// options.timeline belongs to a detailed estimate: one replayed step.
+error timeline_refused(const std::string& what) {
+  return {"request.invalid_value", "options.timeline",
+          "[options.timeline] applies to a detailed estimate (one replayed step), not to " + what +
+              ": estimate the chosen candidate with it"};
+}
+
+bool is_inference(const json& request) {
+  const json& workload = member_object(request, "workload");
+  return workload.is_object() && workload.value("phase", json()) == "inference";
+}
+
+// The detailed estimator for inference: weights, KV cache, prefill and decode, per rank.
+std::string inference_estimate(const json& request, training_context& c) {
+  auto metric = read_metric(request);
+  if (!metric.ok()) return respond_error(metric.failure());
+  auto fields = inference_estimate_json(request, c.model.spec, c.cluster, metric.value(),
+                                        c.settings.timeline_samples, c.warnings);
+  if (!fields.ok()) return respond_error(fields.failure());
+  ordered_json result;
+  result["mode"] = "detailed";
+  result["metric"] = metric.value();
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result.update(fields.value());
+  return respond("estimate", std::move(result), ordered_json(c.warnings));
+}
+
+// The detailed estimator for training: the step replayed through the caching allocator.
+std::string detailed_estimate(const json& request, training_context& c) {
+  if (is_inference(request)) return inference_estimate(request, c);
+  auto metric = read_metric(request);
+  if (!metric.ok()) return respond_error(metric.failure());
+  training_answer_options options;
+  options.metric = metric.value();
+  options.timeline_samples = c.settings.timeline_samples;
+  options.max_micro_batch = c.settings.max_micro_batch;
+  auto fields = training_estimate_json(request, c.model.spec, c.cluster, options, c.warnings);
+  if (!fields.ok()) return respond_error(fields.failure());
+  ordered_json result;
+  result["mode"] = "detailed";
+  result["metric"] = metric.value();
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result.update(fields.value());
+  return respond("estimate", std::move(result), ordered_json(c.warnings));
+}
+
+std::string estimate_command(const json& request) {
+  if (auto e = unknown_keys(request, "",
+                            {"api_version", "command", "mode", "model", "cluster", "parallel",
+                             "workload", "options", "metric", "solve"})) {
+    return respond_error(*e);
+  }
+  auto context = read_training(request);
+  if (!context.ok()) return respond_error(context.failure());
+  auto& c = context.value();
+  if (read_mode(request).value() == "detailed") return detailed_estimate(request, c);
+  if (c.settings.timeline_samples > 0) return respond_error(timeline_refused("LLMem mode"));
+  if (request.contains("solve")) {
+    return respond_error({"request.invalid_value", "solve",
+                          "[solve] applies to the detailed estimator, not to LLMem mode"});
+  }
+  auto parallel = read_parallel(request);
+  if (!parallel.ok()) return respond_error(parallel.failure());
+  auto workload = read_training_workload(request, c.model.spec, false, c.warnings);
+  if (!workload.ok()) return respond_error(workload.failure());
+  if (auto e = check_training_size(c.model.spec, workload.value().micro_batch,
+                                   workload.value().seq_len, false)) {
+    return respond_error(*e);
+  }
+  auto model = prepare_llmem(c.model.spec);
+  if (!model.ok()) return respond_error(model.failure());
+  auto fixed = llmem_fixed_terms(c.model.spec, model.value(), c.cluster, parallel.value(),
+                                 workload.value().seq_len);
+  if (!fixed.ok()) return respond_error(fixed.failure());
+  for (const auto& w : model.value().warnings) c.warnings.push_back(w);
+  const auto rank = llmem_estimate(model.value(), fixed.value(), c.cluster,
+                                   workload.value().micro_batch, workload.value().seq_len);
+  const auto speed =
+      estimate_step_time(c.model.spec, c.counts, c.cluster, fixed.value().parallel,
+                         workload.value().micro_batch, workload.value().seq_len, c.settings.speed);
+  ordered_json result;
+  result["mode"] = "llmem";
+  result["metric"] = "device_used";
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result["parallel"] = {
+      {"method", method_name(fixed.value().parallel.method)},
+      {"tp", fixed.value().parallel.tp},
+      {"dp", fixed.value().dp_degree},
+      {"dp_tp_fraction", parallel.value().exact_dp_tp_fraction ? "exact" : "llmem"}};
+  result["workload"] = {{"phase", "train"},
+                        {"micro_batch", workload.value().micro_batch},
+                        {"seq_len", workload.value().seq_len}};
+  result["peak_bytes"] = rank.peak_bytes;
+  result["fits"] = rank.fits;
+  result["verdict"] = verdict_name(rank.verdict);
+  result["per_gpu"] = ordered_json::array({rank_json(rank)});
+  result["m_init"] = m_init_json(fixed.value());
+  result["step_time"] = step_time_json(speed);
+  result["notes"] = llmem_component_notes();
+  return respond("estimate", std::move(result), ordered_json(c.warnings));
+}
+
+std::string plan_command(const json& request) {
+  if (auto e = unknown_keys(
+          request, "",
+          {"api_version", "command", "mode", "model", "cluster", "workload", "options"})) {
+    return respond_error(*e);
+  }
+  auto context = read_training(request);
+  if (!context.ok()) return respond_error(context.failure());
+  auto& c = context.value();
+  const bool detailed = read_mode(request).value() == "detailed";
+  if (c.settings.timeline_samples > 0) return respond_error(timeline_refused("a plan"));
+  if (detailed) {
+    if (auto e = check_plan_size(c.model.spec, "a plan")) return respond_error(*e);
+  }
+  if (detailed && is_inference(request)) {
+    auto fields = inference_plan_json(request, c.model.spec, c.cluster, c.warnings);
+    if (!fields.ok()) return respond_error(fields.failure());
+    ordered_json result;
+    result["mode"] = "detailed";
+    result["metric"] = "device_used";
+    result["model"] = model_identity(c);
+    result["cluster"] = cluster_json(c.cluster);
+    result.update(fields.value());
+    return respond("plan", std::move(result), ordered_json(c.warnings));
+  }
+  plan_options options;
+  options.max_micro_batch = c.settings.max_micro_batch;
+  options.speed = c.settings.speed;
+  result<plan_result> plan = error{};
+  std::uint64_t target_len = 0;  // encoder-decoders: the decoder's length
+  if (detailed) {
+    auto workload = read_detailed_workload(request, c.model.spec, true, c.warnings);
+    if (!workload.ok()) return respond_error(workload.failure());
+    options.seq_len = workload.value().seq_len;
+    options.fixed_micro_batch = workload.value().micro_batch;
+    workload.value().micro_batch = 1;
+    target_len = decoder_len(workload.value());
+    plan = plan_detailed(c.model.spec, c.counts, c.cluster, workload.value(), options);
+  } else {
+    auto workload = read_training_workload(request, c.model.spec, true, c.warnings);
+    if (!workload.ok()) return respond_error(workload.failure());
+    options.seq_len = workload.value().seq_len;
+    plan = plan_llmem(c.model.spec, c.counts, c.cluster, options);
+  }
+  if (!plan.ok()) return respond_error(plan.failure());
+  for (const auto& w : plan.value().warnings) c.warnings.push_back(w);
+  ordered_json result = plan_json(plan.value());
+  result["mode"] = detailed ? "detailed" : "llmem";
+  result["metric"] = "device_used";
+  result["model"] = model_identity(c);
+  result["cluster"] = cluster_json(c.cluster);
+  result["workload"] = {{"phase", "train"}, {"seq_len", options.seq_len}};
+  if (detailed && c.model.spec.encoder_decoder) result["workload"]["target_len"] = target_len;
+  if (!detailed) result["notes"] = llmem_component_notes();
+  return respond("plan", std::move(result), ordered_json(c.warnings));
+}
+
+ordered_json summary_json(const error_summary& s) {
+  return {{"n", s.n},
+          {"median_abs_rel_error", s.median_abs_rel_error},
+          {"p90_abs_rel_error", s.p90_abs_rel_error},
+          {"within_10pct", s.within_10pct},
+          {"within_25pct", s.within_25pct}};
+}
+
+std::string validate_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "points"}))
+    return respond_error(*e);
+  if (!request.contains("points") || !request.at("points").is_array()) {
+    return respond_error({"request.missing_field", "points",
+                          "[points] is required: the array of validation points "
+                          "(../shared/validation/README.md)"});
+  }
+  const step_time_report report = validate_step_time(request.at("points"));
+  ordered_json points = ordered_json::array();
+  for (const auto& p : report.points) {
+    ordered_json entry = {
+        {"id", p.id}, {"method", p.method}, {"scored", p.scored}, {"note", p.note}};
+    if (p.scored) {
+      entry["quantity"] = p.quantity;
+      entry["measured"] = p.measured;
+      entry["estimated"] = p.estimated;
+      entry["relative_error"] = p.relative_error;
+    }
+    points.push_back(std::move(entry));
+  }
+  ordered_json by_method = ordered_json::object();
+  for (const auto& [method, summary] : report.by_method) by_method[method] = summary_json(summary);
+  const memory_report memory = validate_memory(request.at("points"));
+  ordered_json summary = summary_json(memory.summary);
+  summary["bounds_correct"] = memory.bounds_correct;
+  summary["bounds_total"] = memory.bounds_total;
+  ordered_json memory_points = ordered_json::array();
+  for (const auto& p : memory.points) {
+    ordered_json entry = {
+        {"id", p.id},         {"kind", p.kind},         {"metric", p.metric},
+        {"phase", p.phase},   {"finetune", p.finetune}, {"trust", p.trust},
+        {"scored", p.scored}, {"note", p.note},         {"measured_gib", p.measured_gib}};
+    if (p.scored) {
+      entry["estimated_gib"] = p.estimated_gib;
+      if (p.kind == "peak") entry["relative_error"] = p.relative_error;
+      if (p.kind != "peak") entry["bound_correct"] = p.bound_correct;
+    }
+    if (p.host_scored) {
+      entry["measured_host_gib"] = p.measured_host_gib;
+      entry["estimated_host_gib"] = p.estimated_host_gib;
+      entry["host_relative_error"] = p.host_relative_error;
+    }
+    memory_points.push_back(std::move(entry));
+  }
+  ordered_json by_phase = ordered_json::object();
+  for (const auto& [k, v] : memory.by_phase) by_phase[k] = summary_json(v);
+  ordered_json by_finetune = ordered_json::object();
+  for (const auto& [k, v] : memory.by_finetune) by_finetune[k] = summary_json(v);
+  ordered_json by_trust = ordered_json::object();
+  for (const auto& [k, v] : memory.by_trust) by_trust[k] = summary_json(v);
+  ordered_json result = {{"summary", std::move(summary)},
+                         {"by_phase", std::move(by_phase)},
+                         {"by_finetune", std::move(by_finetune)},
+                         {"by_trust", std::move(by_trust)},
+                         {"host", summary_json(memory.host)},
+                         {"points", std::move(memory_points)},
+                         {"step_time",
+                          {{"summary", summary_json(report.summary)},
+                           {"by_method", std::move(by_method)},
+                           {"points", std::move(points)}}}};
+  return respond("validate", std::move(result), ordered_json::array());
+}
+
+std::string models_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
+  ordered_json list = ordered_json::array();
+  for (const auto& preset : all_model_presets()) {
+    auto spec =
+        parse_model_config(preset.at("config"), {}, "preset " + preset.value("id", "") + " config");
+    if (!spec.ok()) return respond_error(spec.failure());
+    auto counts = count_params(spec.value());
+    if (!counts.ok()) return respond_error(counts.failure());
+    list.push_back({{"id", preset.value("id", "")},
+                    {"family", preset.value("family", "")},
+                    {"model_type", spec.value().model_type},
+                    {"architecture", spec.value().architecture},
+                    {"total_params", counts.value().total},
+                    {"active_params", counts.value().active},
+                    {"published_params", ordered_json(preset.at("published_params"))},
+                    {"verified", preset.value("verified", false)}});
+  }
+  return respond("models", {{"models", std::move(list)}}, ordered_json::array());
+}
+
+std::string gpus_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
+  return respond("gpus", gpu_presets(), ordered_json::array());
+}
+
+std::string version_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
+  ordered_json types = supported_model_types();
+  return respond(
+      "version",
+      {{"api_version", api_version},
+       {"commands", {"params", "estimate", "plan", "validate", "models", "gpus", "version"}},
+       {"model_types", types}},
+      ordered_json::array());
+}
+
+}  // namespace
+
+std::size_t json_nesting_depth(std::string_view text) {
+  std::size_t depth = 0;
+  std::size_t deepest = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char ch : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (ch == '\\') {
+        escaped = true;
+      } else if (ch == '"') {
+        in_string = false;
+      }
+    } else if (ch == '"') {
+      in_string = true;
+    } else if (ch == '[' || ch == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((ch == ']' || ch == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+std::string handle_request(const std::string& request_json) {
+  // Refused before parsing: a request too large to read within a page's memory (80 MB of [0,0,...]
+  // took the wasm module past its 2 GB heap), and text after a NUL character, which a parser
+  // would never see.
+  if (request_json.size() > max_request_bytes) {
+    return respond_error(
+        {"request.too_large", "",
+         "the request is " + grouped_number(static_cast<double>(request_json.size()), 0) +
+             " bytes; at most " + grouped_number(static_cast<double>(max_request_bytes), 0) +
+             " are accepted"});
+  }
+  if (const std::size_t nul = request_json.find('\0'); nul != std::string::npos) {
+    return respond_error(
+        {"json.parse_error", "",
+         "the request is not valid JSON: a NUL character at byte " + std::to_string(nul)});
+  }
+  const std::size_t depth = json_nesting_depth(request_json);
+  if (depth > max_json_depth) {
+    return respond_error({"request.too_deep", "",
+                          "the request nests arrays and objects " + std::to_string(depth) +
+                              " levels deep; at most " + std::to_string(max_json_depth) +
+                              " are accepted"});
+  }
+  // A key twice in one object is refused rather than read as its last value (docs/api.md).
+  std::vector<std::unordered_set<std::string>> keys_seen;
+  std::string duplicate;
+  const json::parser_callback_t track_keys = [&](int, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) keys_seen.emplace_back();
+    if (event == json::parse_event_t::object_end && !keys_seen.empty()) keys_seen.pop_back();
+    if (event == json::parse_event_t::key && !keys_seen.empty() && duplicate.empty()) {
+      if (!keys_seen.back().insert(parsed.get<std::string>()).second)
+        duplicate = parsed.get<std::string>();
+    }
+    return true;
+  };
+  json request = json::parse(request_json, track_keys, false);
+  if (!request.is_discarded() && !duplicate.empty()) {
+    return respond_error({"json.duplicate_key", "",
+                          "the request is not valid here: the key \"" + readable(duplicate, 60) +
+                              "\" appears twice in one object"});
+  }
+  if (request.is_discarded()) {
+    syntax_error_reader reader;
+    json::sax_parse(request_json, &reader);
+    return respond_error(
+        {"json.parse_error", "",
+         "the request is not valid JSON: " +
+             (reader.message.empty() ? std::string("unknown error") : reader.message)});
+  }
+  if (!request.is_object()) {
+    return respond_error(
+        {"request.invalid_type", "request",
+         "[request] must be a JSON object, got " + std::string(request.type_name())});
+  }
+  if (request.contains("api_version") && request.at("api_version") != api_version) {
+    return respond_error({"request.unsupported_api_version", "api_version",
+                          "[api_version] must be 1, got " + request.at("api_version").dump()});
+  }
+  if (!request.contains("command") || request.at("command").is_null()) {
+    return respond_error(
+        {"request.missing_field", "command",
+         "[command] is required: one of params, estimate, plan, validate, models, gpus, version"});
+  }
+  if (!request.at("command").is_string()) {
+    return respond_error({"request.invalid_type", "command",
+                          "[command] must be a string: one of params, estimate, plan, validate, "
+                          "models, gpus, version"});
+  }
+  const std::string command = request.at("command").get<std::string>();
+  // null on an optional field means the field is absent (its default); on a required one, that
+  // it is missing (docs/api.md). Validation points keep theirs: their format reads null itself.
+  if (command != "validate") drop_nulls(request);
+  if (command == "params") return params_command(request);
+  if (command == "models") return models_command(request);
+  if (command == "gpus") return gpus_command(request);
+  if (command == "version") return version_command(request);
+  if (command == "estimate") return estimate_command(request);
+  if (command == "plan") return plan_command(request);
+  if (command == "validate") return validate_command(request);
+  return respond_error(
+      {"request.unknown_command", "command",
+       "[command] must be one of params, estimate, plan, validate, models, gpus, version; got '" +
+           command + "'"});
+}
+
+}  // namespace gpumem

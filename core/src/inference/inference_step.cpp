@@ -1,0 +1,745 @@
+#include "gpumem/inference/inference_step.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <utility>
+
+#include "api/number_text.hpp"
+#include "gpumem/model/param_count.hpp"
+
+namespace gpumem {
+
+namespace {
+
+using cat = memory_category;
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// Which tensors this rank holds: its stage's blocks; the embedding on the first stage and the
+// final norm and LM head on the last (litgpt's generate/sequentially.py keeps everything that is
+// not a block on cuda:0). A tied LM head is loaded again on the last stage.
+struct rank_layout {
+  std::size_t first = 0;
+  std::size_t last = 0;
+  bool first_stage = true;
+  bool last_stage = true;
+  std::uint64_t tp = 1;
+};
+
+bool embedding_role(tensor_role r) {
+  return r == tensor_role::token_embedding || r == tensor_role::position_embedding;
+}
+
+bool holds(const rank_layout& r, const inference_config& c, const tensor_spec& t) {
+  if (t.layer >= 0) {
+    const auto layer = static_cast<std::size_t>(t.layer);
+    return layer >= r.first && layer < r.last;
+  }
+  if (c.framework == serving_framework::litgpt && c.pp_degree > 1) return r.first_stage;
+  // A vision tower runs before the first block.
+  return embedding_role(t.role) || t.role == tensor_role::vision ? r.first_stage : r.last_stage;
+}
+
+// A weight matrix's features on this rank: rows x in-features per matrix (3-D expert tensors
+// [experts, out, in] count `experts` matrices).
+struct matrix_dims {
+  std::uint64_t count = 1;
+  std::uint64_t out = 0;
+  std::uint64_t in = 0;
+};
+
+// The tensor-parallel degree a tensor is split over: Megatron-style for the blocks' linears;
+// the vocabulary matrices are split by vLLM (VocabParallelEmbedding, ParallelLMHead), only the
+// LM head by transformers (tp_plan "lm_head": "colwise_rep"), neither by litgpt (generate/tp.py
+// shards the blocks' linears only).
+std::uint64_t split_over(const tensor_spec& t, const inference_config& c, std::uint64_t tp) {
+  if (t.layer >= 0) return tp;
+  if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt ? 1 : tp;
+  if (t.role == tensor_role::token_embedding)
+    return c.framework == serving_framework::vllm ? tp : 1;
+  return 1;
+}
+
+matrix_dims local_matrix(const tensor_spec& t, std::uint64_t tp) {
+  if (t.shape.size() == 3) {
+    // Fused experts [experts, out, in]: tensor parallelism splits every expert's width, the
+    // output of gate/up and the input of down (vLLM FusedMoE, Megatron's expert MLPs).
+    const bool down = t.name.find("down") != std::string::npos;
+    return {t.shape[0], down ? t.shape[1] : t.shape[1] / tp, down ? t.shape[2] / tp : t.shape[2]};
+  }
+  const std::uint64_t numel = tensor_parallel_numel(t, tp);
+  const std::uint64_t in = tensor_parallel_in_features(t, tp);
+  return {1, numel / in, in};
+}
+
+// This rank's elements of a tensor.
+std::uint64_t local_numel(const tensor_spec& t, std::uint64_t tp) {
+  if (t.shape.size() == 3) {
+    const matrix_dims m = local_matrix(t, tp);
+    return m.count * m.out * m.in;
+  }
+  return tensor_parallel_numel(t, tp);
+}
+
+// Quantised formats replace the blocks' linear layers and experts (transformers'
+// replace_with_bnb_linear, GPTQ/AWQ checkpoints, vLLM's quantised linear methods); embeddings,
+// norms and biases stay in
+// the compute dtype, and so does the LM head (transformers get_keys_to_not_convert), except in
+// litgpt, whose Fabric BitsandbytesPrecision converts every nn.Linear.
+bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
+  if (is_dense(c.weights.format) || t.is_bias || t.shape.size() < 2) return false;
+  if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt;
+  if (t.layer < 0) return false;
+  // MXFP4 checkpoints (gpt-oss's quantization_config: modules_to_not_convert lists the attention,
+  // router, embeddings and LM head) hold only the routed experts in 4 bits.
+  if (c.weights.format == weight_format::mxfp4) return t.role == tensor_role::routed_experts;
+  // transformers fuses routed experts into 3-D parameters, which bitsandbytes (replacing
+  // nn.Linear modules only) leaves in 16 bits; GPTQ/AWQ/fp8 checkpoints and vLLM's FusedMoE
+  // quantise them.
+  const bool bitsandbytes =
+      c.weights.format == weight_format::int8 || is_bitsandbytes_4bit(c.weights.format);
+  if (t.role == tensor_role::routed_experts)
+    return !(bitsandbytes && c.framework == serving_framework::transformers);
+  return t.module == module_kind::linear || t.module == module_kind::conv1d ||
+         t.role == tensor_role::shared_experts;
+}
+
+std::uint64_t stored_bytes(const tensor_spec& t, const model_spec& spec, const inference_config& c,
+                           std::uint64_t rank_tp) {
+  const std::uint64_t tp = split_over(t, c, rank_tp);
+  const std::uint64_t numel = local_numel(t, tp);
+  if (is_gguf(c.weights.format))
+    return gguf_tensor_bytes(numel, gguf_tensor_type(c.weights.format, t, spec));
+  if (c.weights.format == weight_format::fp32) return numel * 4;
+  if (!quantized_tensor(t, c)) return numel * c.weights.dense_bytes;
+  const matrix_dims m = local_matrix(t, tp);
+  return m.count * quantized_matrix_bytes(m.out, m.in, c.weights);
+}
+
+// The transient a quantised linear allocates to multiply `rows` token rows: bitsandbytes 4-bit
+// dequantises the whole weight to 16 bits unless it is a single row (autograd/_functions.py
+// matmul_4bit: gemv_4bit for one row, else F.linear(A, dequantize_4bit(B).to(A.dtype).t())); a
+// weight Lightning quantised from fp16 (fabric/plugins/precision/bitsandbytes.py quantize:
+// `.to(dtype=torch.half)`) is dequantised to fp16 and converted again for bf16 compute.
+// LLM.int8 quantises the input rows to int8 and multiplies into int32 (int8_vectorwise_quant,
+// int8_linear_matmul); fp8 quantises the input rows to one byte; AWQ's GEMM kernel dequantises
+// the weight to fp16 from 1024 rows on (awq/modules/linear/gemm.py).
+std::uint64_t matmul_transient(const matrix_dims& m, std::uint64_t rows,
+                               const inference_config& c) {
+  const std::uint64_t weight = m.out * m.in;
+  switch (c.weights.format) {
+    case weight_format::nf4:
+    case weight_format::fp4:
+    case weight_format::nf4_double_quant:
+    case weight_format::fp4_double_quant: {
+      if (rows <= 1) return 0;
+      const bool from_fp16 = c.framework == serving_framework::litgpt && c.activation_bf16;
+      return weight * 2 * (from_fp16 ? 2 : 1);
+    }
+    case weight_format::int8:
+      return rows * m.in + rows * m.out * 4 + rows * 4;
+    case weight_format::fp8:
+      return rows * m.in + rows * 4;
+    case weight_format::awq_4bit:
+      return rows >= 1024 ? weight * 2 : 0;
+    default:
+      return 0;
+  }
+}
+
+// Dimensions of the attention and MLP on this rank.
+struct layer_dims {
+  std::uint64_t hidden = 0;
+  std::uint64_t q = 0;    // query features (heads x head_dim)
+  std::uint64_t kv = 0;   // key features per token (kv heads x head_dim)
+  std::uint64_t v = 0;    // value features
+  std::uint64_t out = 0;  // attention output features before o_proj
+  std::uint64_t heads = 0;
+  std::uint64_t mlp = 0;  // widest MLP activation per token (routed: top-k experts)
+};
+
+layer_dims dims_of(const model_spec& spec, const inference_config& c, const layer_spec& layer,
+                   std::uint64_t tp) {
+  layer_dims d;
+  d.hidden = spec.hidden_size;
+  d.heads = spec.num_heads / tp;
+  const std::uint64_t kv_heads = std::max<std::uint64_t>(spec.num_kv_heads / tp, 1);
+  d.q = d.heads * spec.head_dim;
+  d.kv = kv_heads * spec.head_dim;
+  d.v = kv_heads * spec.v_head_dim;
+  d.out = d.heads * spec.v_head_dim;
+  if (spec.mla) {  // keys and values are decompressed per head
+    d.kv = d.heads * spec.head_dim;
+    d.v = d.heads * spec.v_head_dim;
+  }
+  // transformers runs Llama 4's tokens through every expert (moe_spec::dense_dispatch); the
+  // other engines' fused MoE kernels send each token to its top-k.
+  const std::uint64_t experts = c.framework == serving_framework::transformers
+                                    ? spec.moe.experts_run()
+                                    : spec.moe.experts_per_token;
+  const std::uint64_t routed = layer.moe ? experts * spec.moe.expert_intermediate : 0;
+  d.mlp = std::max(layer.mlp_intermediate, routed + spec.moe.shared_intermediate) / tp;
+  return d;
+}
+
+// The largest transient of the quantised matrices of one block, by part.
+struct block_transients {
+  std::uint64_t attention = 0;
+  std::uint64_t mlp = 0;
+};
+
+block_transients transients_of(const model_spec& spec, const inference_config& c, std::size_t layer,
+                               std::uint64_t rows, std::uint64_t tp) {
+  block_transients out;
+  for (const auto& t : spec.tensors) {
+    if (t.layer != static_cast<int>(layer) || !quantized_tensor(t, c)) continue;
+    const std::uint64_t bytes = matmul_transient(local_matrix(t, tp), rows, c);
+    auto& part = t.role == tensor_role::attention ? out.attention : out.mlp;
+    part = std::max(part, bytes);
+  }
+  return out;
+}
+
+// One forward pass over this rank's blocks: `tokens` new tokens for each of `batch` sequences
+// attending to `context` tokens. Returns the handles of the KV tensors the pass created
+// (dynamic cache prefill), in layer order.
+struct pass {
+  std::uint64_t batch = 1;
+  std::uint64_t tokens = 1;
+  std::uint64_t context = 1;
+  bool creates_cache = false;
+  bool last_position_logits = true;  // only the last position goes through the LM head
+};
+
+std::uint64_t layer_cache_tokens(const layer_spec& layer, const inference_config& c,
+                                 std::uint64_t tokens) {
+  // Sliding-window layers keep at most their window (transformers' sliding cache layers,
+  // vLLM's sliding-window manager, llama.cpp's SWA cache); litgpt allocates the full length.
+  if (layer.sliding_window_tokens > 0 && c.framework != serving_framework::litgpt)
+    return std::min(tokens, layer.sliding_window_tokens);
+  return tokens;
+}
+
+std::uint64_t layer_kv_bytes_per_token(const model_spec& spec, const inference_config& c,
+                                       const layer_spec& layer, std::uint64_t tp) {
+  if (spec.mla && c.framework == serving_framework::vllm) {
+    // vLLM's MLA cache: the compressed latent and the rope key, one "head", no separate V
+    // (v1/kv_cache_interface.py MLAAttentionSpec).
+    return (spec.mla_dims.kv_lora_rank + spec.mla_dims.qk_rope_head_dim) * c.kv_bytes;
+  }
+  const layer_dims d = dims_of(spec, c, layer, tp);
+  return (d.kv + d.v) * c.kv_bytes;
+}
+
+class inference_replay {
+ public:
+  inference_replay(const model_spec& spec, const inference_config& c, const rank_layout& r,
+                   memory_timeline& tl)
+      : spec_(spec), c_(c), r_(r), tl_(tl) {}
+
+  std::vector<int> forward(const pass& p) {
+    const std::uint64_t rows = p.batch * p.tokens;
+    const std::uint64_t a = c_.activation_bytes;
+    std::vector<int> cache;
+    int x = tl_.allocate(rows * spec_.hidden_size * a, cat::activations);
+    for (std::size_t l = r_.first; l < r_.last; ++l) {
+      const layer_spec& layer = spec_.layers[l];
+      const layer_dims d = dims_of(spec_, c_, layer, r_.tp);
+      const block_transients w = transients_of(spec_, c_, l, rows, r_.tp);
+      // Attention: the normalised input, q/k/v, the rotary copies, the kernel and o_proj.
+      int normed = norm(rows);
+      // DynamicCache keeps the prefill's rotated keys and its values as the layer's cache.
+      const cat kept = p.creates_cache ? cat::kv_cache : cat::activations;
+      int q = matmul(rows * d.q * a, w.attention);
+      int k = matmul(rows * d.kv * a, w.attention);
+      int v = matmul(rows * d.v * a, w.attention, kept);
+      // apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, rotate_half a concatenated copy.
+      for (int* t : {&q, &k}) {
+        const std::uint64_t bytes = rows * (t == &q ? d.q : d.kv) * a;
+        const int rotated = tl_.allocate(bytes, t == &k ? kept : cat::activations);
+        const int scratch = tl_.allocate(bytes, cat::activations);
+        tl_.free(scratch);
+        tl_.free(*t);
+        *t = rotated;
+      }
+      if (p.creates_cache) {
+        cache.push_back(k);
+        cache.push_back(v);
+      }
+      int attended = attention(p, d, layer);
+      tl_.free(q);
+      if (!p.creates_cache) {
+        tl_.free(k);
+        tl_.free(v);
+      }
+      int projected = matmul(rows * d.hidden * a, w.attention);
+      tl_.free(attended);
+      tl_.free(normed);
+      x = residual(x, projected, rows);
+      // MLP (gated: act(gate) * up; routed experts: the top-k experts' widths per token).
+      normed = norm(rows);
+      // Llama4TextMoe under transformers: the tokens repeated once per expert and scaled by
+      // their scores (the scaled copy replaces the first) are what the experts' matmuls read.
+      const bool repeated_tokens =
+          layer.moe && spec_.moe.dense_dispatch && c_.framework == serving_framework::transformers;
+      const int repeated =
+          repeated_tokens
+              ? tl_.allocate(rows * spec_.moe.num_experts * d.hidden * a, cat::activations)
+              : -1;
+      const std::uint64_t width = rows * d.mlp * a;
+      int gate = matmul(width, w.mlp);
+      // The python-formula GELU (transformers NewGELUActivation / FastGELUActivation:
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) has its input, 0.5 x and the bracket
+      // alive when the product is made; fused activations (litgpt's F.gelu, vLLM's kernels)
+      // write one tensor.
+      const bool formula_gelu = c_.framework == serving_framework::transformers &&
+                                (spec_.activation == "gelu_new" || spec_.activation == "gelu_fast");
+      const int half = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
+      const int bracket = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
+      int activated = tl_.allocate(width, cat::activations);
+      tl_.free(half);
+      tl_.free(bracket);
+      tl_.free(gate);
+      int product = activated;
+      if (spec_.gated_mlp) {
+        const int up = matmul(width, w.mlp);
+        product = tl_.allocate(width, cat::activations);
+        tl_.free(up);
+        tl_.free(activated);
+      }
+      const int down = matmul(rows * d.hidden * a, w.mlp);
+      tl_.free(product);
+      tl_.free(repeated);
+      tl_.free(normed);
+      x = residual(x, down, rows);
+    }
+    if (r_.last_stage) logits(p);
+    tl_.free(x);
+    return cache;
+  }
+
+ private:
+  // RMSNorm upcasts to fp32 (LlamaRMSNorm: hidden.to(float32), its variance, the product).
+  int norm(std::uint64_t rows) {
+    const std::uint64_t elems = rows * spec_.hidden_size;
+    if (spec_.norm == norm_kind::rms_norm && c_.activation_bytes < 4) {
+      const int up = tl_.allocate(elems * 4, cat::activations);
+      const int scaled = tl_.allocate(elems * 4, cat::activations);
+      tl_.free(up);
+      const int out = tl_.allocate(elems * c_.activation_bytes, cat::activations);
+      tl_.free(scaled);
+      return out;
+    }
+    return tl_.allocate(elems * c_.activation_bytes, cat::activations);
+  }
+
+  int matmul(std::uint64_t out_bytes, std::uint64_t transient, cat category = cat::activations) {
+    const int scratch = transient ? tl_.allocate(transient, cat::activations) : -1;
+    const int out = tl_.allocate(out_bytes, category);
+    tl_.free(scratch);
+    return out;
+  }
+
+  int residual(int x, int branch, std::uint64_t rows) {
+    const int sum = tl_.allocate(rows * spec_.hidden_size * c_.activation_bytes, cat::activations);
+    tl_.free(x);
+    tl_.free(branch);
+    return sum;
+  }
+
+  // SDPA/flash keep O(tokens) statistics, unless SDPA has to run its math kernel
+  // (sdpa_math_kernel); eager materialises the scores, their fp32 softmax
+  // (softmax(dtype=float32)) and its cast back (transformers eager_attention_forward).
+  int attention(const pass& p, const layer_dims& d, const layer_spec& layer) {
+    const std::uint64_t a = c_.activation_bytes;
+    const bool transformers = c_.framework == serving_framework::transformers;
+    if (c_.attention != attention_kernel::eager && p.tokens > 1 &&
+        sdpa_math_kernel(spec_, a, transformers)) {
+      // The math kernel: fp32 scores, then (with the mask added) their fp32 softmax.
+      const std::uint64_t scores = p.batch * d.heads * p.tokens * p.context;
+      const int s = tl_.allocate(scores * 4, cat::activations);
+      const int probs = tl_.allocate(scores * 4, cat::activations);
+      tl_.free(s);
+      const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
+      tl_.free(probs);
+      return out;
+    }
+    if (c_.attention == attention_kernel::eager) {
+      const std::uint64_t scores = p.batch * d.heads * p.tokens * p.context;
+      const int s = tl_.allocate(scores * a, cat::activations);
+      const int probs32 = tl_.allocate(scores * 4, cat::activations);
+      tl_.free(s);
+      const int probs = tl_.allocate(scores * a, cat::activations);
+      tl_.free(probs32);
+      const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
+      tl_.free(probs);
+      return out;
+    }
+    if (transformers && c_.attention == attention_kernel::sdpa && p.tokens > 1 &&
+        sdpa_window_mask(layer, p.context)) {
+      // A windowed layer's prefill reaching its window (sdpa_window_mask): the mask converted to
+      // the query's dtype and K/V repeated to every head, alive while the kernel runs.
+      const int mask = tl_.allocate(p.batch * p.tokens * p.context * a, cat::activations);
+      const int repeated =
+          d.kv < d.q ? tl_.allocate(2 * p.batch * p.context * d.q * a, cat::activations) : -1;
+      const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
+      tl_.free(mask);
+      tl_.free(repeated);
+      return out;
+    }
+    return tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
+  }
+
+  // The LM head over the positions the pass keeps (all of them, or the last one per sequence:
+  // generate's and vLLM's logits_to_keep=1); sampling works on fp32 copies of the last position's
+  // logits (generate: logits[:, -1, :].to(float32), then the processed scores and the softmax).
+  void logits(const pass& p) {
+    const std::uint64_t vocab = c_.framework == serving_framework::litgpt
+                                    ? spec_.vocab_size
+                                    : ceil_div(spec_.vocab_size, r_.tp);
+    const std::uint64_t positions = p.last_position_logits ? p.batch : p.batch * p.tokens;
+    const int normed = norm(p.batch * p.tokens);
+    std::uint64_t transient = 0;
+    for (const auto& t : spec_.tensors) {
+      if (t.role == tensor_role::lm_head && quantized_tensor(t, c_))
+        transient = matmul_transient(local_matrix(t, split_over(t, c_, r_.tp)), positions, c_);
+    }
+    const int out = matmul(positions * vocab * c_.activation_bytes, transient);
+    tl_.free(normed);
+    // Some modeling code upcasts the logits to fp32 (model_spec::logits_fp32).
+    const int upcast = spec_.logits_fp32 && c_.activation_bytes < 4
+                           ? tl_.allocate(positions * vocab * 4, cat::logits_and_loss)
+                           : -1;
+    tl_.free(upcast);
+    const int f32 = tl_.allocate(p.batch * spec_.vocab_size * 4, cat::logits_and_loss);
+    const int processed = tl_.allocate(p.batch * spec_.vocab_size * 4, cat::logits_and_loss);
+    const int probs = tl_.allocate(p.batch * spec_.vocab_size * 4, cat::logits_and_loss);
+    for (int h : {f32, processed, probs, out}) tl_.free(h);
+  }
+
+  const model_spec& spec_;
+  const inference_config& c_;
+  const rank_layout& r_;
+  memory_timeline& tl_;
+};
+
+// llama.cpp's compute buffer: ggml-alloc reserves the worst-case graph of one micro-batch
+// (n_ubatch = 512 tokens) in fp32, whose largest live set is the logits [n_vocab, n_ubatch] or,
+// without flash attention, the scores [n_ctx, n_ubatch, n_head], plus a hidden-width tensor.
+std::uint64_t llama_cpp_compute_buffer(const model_spec& spec, const inference_config& c,
+                                       std::uint64_t context) {
+  const std::uint64_t ubatch = std::min<std::uint64_t>(512, c.batch * c.prompt_tokens);
+  std::uint64_t widest = spec.vocab_size;
+  widest = std::max(widest, 2 * spec.intermediate_size);
+  if (c.attention == attention_kernel::eager) widest = std::max(widest, spec.num_heads * context);
+  return 4 * ubatch * (widest + spec.hidden_size);
+}
+
+// Requests whose tensors could exceed 2^53 bytes (8 PiB) are refused rather than computed with
+// wrapped or inexact sizes (JSON numbers are exact to 2^53): a rough upper bound of the KV cache
+// and the widest activations.
+std::optional<error> check_size(const model_spec& spec, const inference_config& c) {
+  // The weights alone, at most 4 bytes a parameter (quantised formats are smaller).
+  double params = 0;
+  for (const auto& t : spec.tensors) params += static_cast<double>(t.numel());
+  if (4 * params >= static_cast<double>(max_exact_count)) {
+    return error{"request.too_large", "model",
+                 "[model] has " + grouped_number(params, 0) +
+                     " parameters: their weights could pass 2^53 bytes, beyond which byte counts "
+                     "are not exact in JSON"};
+  }
+  const double sequences = static_cast<double>(c.batch);
+  const double tokens =
+      static_cast<double>(c.prompt_tokens + c.new_tokens) + static_cast<double>(c.kv_cache_tokens);
+  const double width = static_cast<double>(std::max(
+      {spec.hidden_size, spec.intermediate_size, spec.vocab_size,
+       spec.num_heads * std::max(spec.head_dim, spec.v_head_dim),
+       spec.moe.experts_run() * spec.moe.expert_intermediate + spec.moe.shared_intermediate,
+       spec.moe.dense_dispatch ? spec.moe.num_experts * spec.hidden_size : 0}));
+  double bytes = sequences * tokens * static_cast<double>(spec.layers.size()) * 2 * width * 4;
+  if (c.attention == attention_kernel::eager)
+    bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;
+  // A windowed layer's prefill under SDPA holds a mask of the prompt's tokens squared.
+  const bool windowed =
+      std::any_of(spec.layers.begin(), spec.layers.end(),
+                  [](const layer_spec& l) { return l.sliding_window_tokens > 0; });
+  if (windowed) bytes += sequences * tokens * tokens * 8;
+  bytes += static_cast<double>(c.profile_tokens) * width * 16 +
+           static_cast<double>(c.profile_sequences) * static_cast<double>(spec.vocab_size) * 16;
+  if (bytes < static_cast<double>(max_exact_count)) return std::nullopt;
+  return error{
+      "request.too_large", "workload.seq_len",
+      "[workload.seq_len] this request's KV cache and activations could exceed 2^53 bytes; "
+      "reduce seq_len, new_tokens or micro_batch"};
+}
+
+constexpr std::pair<const char*, kv_cache_kind> kv_kinds[] = {
+    {"static", kv_cache_kind::static_cache},
+    {"dynamic", kv_cache_kind::dynamic},
+    {"paged", kv_cache_kind::paged}};
+constexpr std::pair<const char*, serving_framework> frameworks[] = {
+    {"transformers", serving_framework::transformers},
+    {"litgpt", serving_framework::litgpt},
+    {"vllm", serving_framework::vllm},
+    {"llama_cpp", serving_framework::llama_cpp}};
+
+template <typename T, std::size_t N>
+std::optional<T> named(const std::pair<const char*, T> (&table)[N], const std::string& name) {
+  for (const auto& [n, value] : table) {
+    if (name == n) return value;
+  }
+  return std::nullopt;
+}
+
+template <typename T, std::size_t N>
+const char* name_of(const std::pair<const char*, T> (&table)[N], T value) {
+  for (const auto& [n, v] : table) {
+    if (value == v) return n;
+  }
+  return table[0].first;
+}
+
+}  // namespace
+
+std::optional<kv_cache_kind> kv_cache_kind_named(const std::string& name) {
+  return named(kv_kinds, name);
+}
+const char* kv_cache_kind_name(kv_cache_kind kind) { return name_of(kv_kinds, kind); }
+std::optional<serving_framework> serving_framework_named(const std::string& name) {
+  return named(frameworks, name);
+}
+const char* serving_framework_name(serving_framework framework) {
+  return name_of(frameworks, framework);
+}
+
+std::uint64_t kv_cache_bytes(const model_spec& spec, const inference_config& config,
+                             std::uint64_t tokens) {
+  const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
+  const stage_layers stage = pipeline_stage_layers(
+      spec.layers.size(), std::max<std::uint64_t>(config.pp_degree, 1), config.pp_stage);
+  std::uint64_t bytes = 0;
+  for (std::size_t l = stage.first; l < stage.last; ++l) {
+    const layer_spec& layer = spec.layers[l];
+    bytes += layer_cache_tokens(layer, config, tokens) *
+             layer_kv_bytes_per_token(spec, config, layer, tp);
+  }
+  return bytes;
+}
+
+result<inference_estimate> estimate_inference(const model_spec& spec,
+                                              const inference_config& config, const gpu_spec& gpu) {
+  if (config.framework == serving_framework::litgpt && spec.tied_embeddings)
+    return estimate_inference(litgpt_model(spec), config, gpu);
+  if (spec.encoder_decoder || !spec.causal) {
+    return error{"mode.unsupported_model", "model",
+                 "[model] the inference estimator covers decoder-only models; " +
+                     spec.architecture + " is not one"};
+  }
+  const bool transformers = config.framework == serving_framework::transformers;
+  if (kernel_run(spec, config.attention, transformers) != config.attention) {
+    inference_config run = config;
+    run.attention = kernel_run(spec, config.attention, transformers);
+    auto fallback = estimate_inference(spec, run, gpu);
+    if (fallback.ok()) fallback.value().notes.push_back(kernel_run_note(spec));
+    return fallback;
+  }
+  const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
+  const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
+  if (auto e = check_tensor_parallel(spec, tp)) return *e;
+  if (pp > spec.layers.size()) {
+    return error{"parallel.invalid_degree", "cluster.gpus",
+                 "[cluster.gpus] a layer split needs at most one GPU per layer (" +
+                     std::to_string(spec.layers.size()) + ")"};
+  }
+  const bool gguf = is_gguf(config.weights.format);
+  const bool llama_cpp = config.framework == serving_framework::llama_cpp;
+  if (gguf != llama_cpp) {
+    return error{"request.invalid_value", "workload.weights",
+                 "[workload.weights] GGUF formats (gguf_*) run under the llama_cpp framework, "
+                 "and llama_cpp runs GGUF formats"};
+  }
+  const bool experts =
+      std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                  [](const tensor_spec& t) { return t.role == tensor_role::routed_experts; });
+  if (config.weights.format == weight_format::mxfp4 && !experts) {
+    return error{"request.invalid_value", "workload.weights",
+                 "[workload.weights] mxfp4 checkpoints quantise routed experts (gpt-oss); " +
+                     spec.architecture + " has none"};
+  }
+  if (llama_cpp && tp > 1) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] llama.cpp splits a model by layers: use pipeline"};
+  }
+
+  rank_layout r;
+  const stage_layers stage = pipeline_stage_layers(spec.layers.size(), pp, config.pp_stage);
+  r.first = stage.first;
+  r.last = stage.last;
+  r.first_stage = config.pp_stage == 0;
+  r.last_stage = config.pp_stage + 1 == pp;
+  r.tp = tp;
+  // litgpt's layer split runs the embedding, final norm and LM head on cuda:0.
+  if (config.framework == serving_framework::litgpt && pp > 1) r.last_stage = r.first_stage;
+
+  inference_estimate out;
+  if (auto e = check_size(spec, config)) return *e;
+  const std::uint64_t total_tokens = config.prompt_tokens + config.new_tokens;
+  const std::uint64_t final_context = config.prompt_tokens + config.new_tokens - 1;
+  out.kv_bytes_per_token = kv_cache_bytes(spec, config, 1);
+  memory_timeline tl;
+  if (config.timeline_samples > 0) tl.record();
+  tl.phase("load");
+  if (!llama_cpp) {
+    tl.allocate(cublas_workspace_bytes(gpu.architecture), cat::cuda_workspace);
+    tl.allocate(1ULL << 20, cat::cuda_workspace);
+  }
+  bool tied_head_needed = r.last_stage && !r.first_stage && spec.tied_embeddings;
+  for (const auto& t : spec.tensors) {
+    const bool tied_copy = tied_head_needed && t.role == tensor_role::token_embedding;
+    if (!holds(r, config, t) && !tied_copy) continue;
+    const std::uint64_t bytes = stored_bytes(t, spec, config, tp);
+    out.weight_bytes += bytes;
+    tl.allocate(bytes, cat::weights);
+  }
+  if (tp > 1) {
+    const char* vocab = config.framework == serving_framework::vllm ? ""
+                        : config.framework == serving_framework::litgpt
+                            ? ", the token embedding and the LM head"
+                            : ", the token embedding";
+    out.notes.push_back(std::string("replicated on every tensor-parallel rank: the norms, the "
+                                    "row-parallel biases") +
+                        vocab + "; NCCL buffers are not counted");
+  }
+  if (spec.tied_embeddings && r.last_stage && !r.first_stage)
+    out.notes.push_back("the tied LM head is loaded again on the last stage");
+
+  if (llama_cpp) {
+    // llama.cpp: the weights, the KV cache of n_ctx cells (batch x tokens per sequence) and the
+    // compute buffer are fixed device buffers outside any caching allocator.
+    const std::uint64_t cells =
+        config.batch * (config.kv_cache_tokens ? config.kv_cache_tokens : total_tokens);
+    out.kv_cache_bytes = kv_cache_bytes(spec, config, cells);
+    const std::uint64_t compute = llama_cpp_compute_buffer(spec, config, cells / config.batch);
+    out.peak.by_category[static_cast<std::size_t>(cat::weights)] = out.weight_bytes;
+    out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
+    out.peak.by_category[static_cast<std::size_t>(cat::activations)] = compute;
+    out.peak.phase = "prefill";
+    out.peak.allocated = out.weight_bytes + out.kv_cache_bytes + compute;
+    out.peak_reserved = out.peak.allocated;
+    out.notes.push_back("llama.cpp allocates fixed buffers (weights, a KV cache of " +
+                        std::to_string(cells) +
+                        " cells, the compute buffer of a 512-token micro-batch) with no caching "
+                        "allocator: allocated and reserved are their sum");
+    return out;
+  }
+
+  inference_replay replay(spec, config, r, tl);
+  if (config.kv == kv_cache_kind::paged) {
+    // vLLM: a profiling forward pass over max_num_batched_tokens tokens and the sampler's
+    // logits for max_num_seqs sequences set the activation peak; the KV cache then gets what
+    // is left of gpu_memory_utilization x total memory (worker determine_available_memory).
+    const timeline_peak loaded = tl.peak();  // loading only allocates: its peak is what is live
+    tl.phase("profile run");
+    pass profile;
+    profile.batch = std::min(config.profile_sequences, config.profile_tokens);
+    profile.tokens = ceil_div(config.profile_tokens, profile.batch);
+    profile.context = profile.tokens;
+    replay.forward(profile);
+    const std::uint64_t activation_peak = tl.peak().allocated - tl.allocated();
+    const double budget = config.gpu_memory_utilization * static_cast<double>(gpu.memory_bytes);
+    const double used =
+        static_cast<double>(tl.allocated() + activation_peak + cuda_libraries_bytes());
+    const std::uint64_t block_bytes = out.kv_bytes_per_token * config.block_size;
+    const std::uint64_t blocks = budget > used && block_bytes > 0
+                                     ? static_cast<std::uint64_t>(std::floor(
+                                           (budget - used) / static_cast<double>(block_bytes)))
+                                     : 0;
+    out.kv_capacity_tokens = blocks * config.block_size;
+    out.kv_cache_bytes = blocks * block_bytes;
+    const std::uint64_t per_sequence =
+        ceil_div(total_tokens, config.block_size) * config.block_size;
+    out.concurrent_sequences = out.kv_capacity_tokens / per_sequence;
+    out.fits_request = out.concurrent_sequences >= config.batch;
+    out.peak.allocated = tl.allocated() + activation_peak + out.kv_cache_bytes;
+    out.peak.phase = "serving";
+    out.peak.by_category = loaded.by_category;
+    out.peak.by_category[static_cast<std::size_t>(cat::activations)] = activation_peak;
+    out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
+    out.peak_reserved = std::max(tl.peak_reserved(), out.peak.allocated);
+    out.notes.push_back(
+        "vLLM reserves gpu_memory_utilization of the GPU: the KV cache takes what the weights, "
+        "the profiled activation peak and the CUDA libraries leave; CUDA graphs and NCCL buffers "
+        "come on top");
+    return out;
+  }
+
+  // A preallocated cache's default length: transformers' generate sizes a static cache to
+  // max_length - 1 (generation/utils.py: max_cache_length = generation_config.max_length - 1;
+  // the last generated token is never fed back), litgpt's to prompt + new (generate/base.py
+  // set_kv_cache(max_seq_length=max_returned_tokens)).
+  const std::uint64_t default_cache_tokens =
+      config.framework == serving_framework::transformers ? final_context : total_tokens;
+  const std::uint64_t cache_tokens =
+      config.kv_cache_tokens ? config.kv_cache_tokens : default_cache_tokens;
+  // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
+  const auto half_cache = [&](const layer_spec& layer, std::uint64_t tokens) {
+    return config.batch * layer_cache_tokens(layer, config, tokens) *
+           layer_kv_bytes_per_token(spec, config, layer, tp) / 2;
+  };
+  std::vector<int> cache;
+  if (config.kv == kv_cache_kind::static_cache) {
+    tl.phase("KV cache");
+    for (std::size_t l = r.first; l < r.last; ++l) {
+      const std::uint64_t bytes = half_cache(spec.layers[l], cache_tokens);
+      cache.push_back(tl.allocate(bytes, cat::kv_cache));
+      cache.push_back(tl.allocate(bytes, cat::kv_cache));
+    }
+  }
+  tl.phase("prefill");
+  pass prefill;
+  prefill.batch = config.batch;
+  prefill.tokens = config.prompt_tokens;
+  // A preallocated cache is attended over its full length (masked).
+  prefill.context = config.kv == kv_cache_kind::static_cache ? cache_tokens : config.prompt_tokens;
+  prefill.creates_cache = config.kv == kv_cache_kind::dynamic;
+  // litgpt projects every position; so does a plain transformers forward pass (new_tokens 1:
+  // model(input_ids), logits_to_keep 0), while generate() keeps only the last position.
+  prefill.last_position_logits =
+      config.framework != serving_framework::litgpt &&
+      !(config.framework == serving_framework::transformers && config.new_tokens == 1);
+  const std::vector<int> prefill_cache = replay.forward(prefill);
+  if (config.new_tokens > 1) {
+    tl.phase("decode");
+    if (config.kv == kv_cache_kind::dynamic) {
+      // DynamicCache.update concatenates each step's key and value to the layer's cache
+      // (torch.cat: the grown copy exists beside the old one); the last decode step holds the
+      // prompt and all but the last generated token.
+      std::size_t i = 0;
+      for (std::size_t l = r.first; l < r.last; ++l) {
+        const std::uint64_t bytes = half_cache(spec.layers[l], final_context);
+        for (int half = 0; half < 2; ++half, ++i) {
+          cache.push_back(tl.allocate(bytes, cat::kv_cache));
+          tl.free(prefill_cache[i]);
+        }
+      }
+    }
+    pass decode;
+    decode.batch = config.batch;
+    decode.tokens = 1;
+    decode.context = config.kv == kv_cache_kind::static_cache ? cache_tokens : final_context;
+    replay.forward(decode);
+  }
+  out.kv_cache_bytes = tl.peak().by_category[static_cast<std::size_t>(cat::kv_cache)];
+  out.peak = tl.peak();
+  out.peak_reserved = tl.peak_reserved();
+  if (config.timeline_samples > 0) out.timeline = tl.series(config.timeline_samples);
+  return out;
+}
+
+std::uint64_t inference_device_used(const inference_estimate& estimate,
+                                    std::uint64_t cuda_context_bytes) {
+  return estimate.peak_reserved + cuda_context_bytes + cuda_libraries_bytes();
+}
+
+}  // namespace gpumem

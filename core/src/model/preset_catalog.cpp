@@ -1,0 +1,63 @@
+#include "gpumem/model/preset_catalog.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace gpumem {
+
+using json = nlohmann::ordered_json;
+using nlohmann::ordered_json;
+
+namespace {
+
+// The preset files are part of the build and checked by the tests, so a parse failure here is
+// a build defect; it still yields a discarded value rather than an abort.
+template <class json_type>
+json_type parse_embedded(const char* text) {
+  return json_type::parse(text, nullptr, false);
+}
+
+}  // namespace
+
+result<json> find_model_preset(const std::string& id, const std::string& field) {
+  // Files are named after the id with '/' as "--" (scripts/import_reference_models.py), so only
+  // the matching file is parsed.
+  std::string name = id;
+  for (auto at = name.find('/'); at != std::string::npos; at = name.find('/', at + 2)) {
+    name.replace(at, 1, "--");
+  }
+  name += ".json";
+  for (const auto& file : embedded_model_presets()) {
+    if (name != file.name) continue;
+    json preset = parse_embedded<json>(file.text);
+    if (preset.is_object() && preset.value("id", "") == id) return preset;
+  }
+  return error{"model.unknown_preset", field,
+               "[" + field + "] '" + id +
+                   "' is not a model preset; run `gpumem models` for the list, or pass the model's "
+                   "config.json as {\"config\": {...}}"};
+}
+
+json all_model_presets() {
+  json out = json::array();
+  for (const auto& file : embedded_model_presets()) {
+    json preset = parse_embedded<json>(file.text);
+    if (preset.is_object()) out.push_back(std::move(preset));
+  }
+  return out;
+}
+
+ordered_json gpu_presets() {
+  ordered_json gpus = ordered_json::array();
+  for (const auto& file : embedded_gpu_presets())
+    gpus.push_back(parse_embedded<ordered_json>(file.text));
+  return {{"gpus", std::move(gpus)}};
+}
+
+json find_gpu_preset(const std::string& id) {
+  for (const auto& file : embedded_gpu_presets()) {
+    if (id == file.name) return parse_embedded<json>(file.text);
+  }
+  return json(json::value_t::discarded);
+}
+
+}  // namespace gpumem

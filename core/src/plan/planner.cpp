@@ -1,0 +1,544 @@
+#include "gpumem/plan/planner.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "api/number_text.hpp"
+#include "gpumem/parallel/offload.hpp"
+
+namespace gpumem {
+
+namespace {
+
+// An offload placement in words, e.g. "the optimizer on NVMe, the parameters in host RAM".
+std::string describe(const offload_placement& o) {
+  // Grouped by where they go: "the optimizer and the parameters in host RAM, the activations on
+  // NVMe".
+  const std::pair<const char*, offload_target> parts[] = {{"the optimizer", o.optimizer},
+                                                          {"the parameters", o.params},
+                                                          {"the gradients", o.gradients},
+                                                          {"the activations", o.activations}};
+  std::string out;
+  for (const offload_target where : {offload_target::cpu, offload_target::nvme}) {
+    std::vector<const char*> names;
+    for (const auto& [name, target] : parts) {
+      if (target == where) names.push_back(name);
+    }
+    if (names.empty()) continue;
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      list += std::string(i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+    }
+    out += std::string(out.empty() ? "" : ", ") + list +
+           (where == offload_target::cpu ? " in host RAM" : " on NVMe");
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<error> check_plan_size(const model_spec& spec, const std::string& search) {
+  if (spec.layers.size() <= max_planned_blocks) return std::nullopt;
+  return error{"request.too_large", "model",
+               "[model] has " + grouped_number(static_cast<double>(spec.layers.size()), 0) +
+                   " blocks; " + search +
+                   " replays the step many times and takes models of up to " +
+                   grouped_number(static_cast<double>(max_planned_blocks), 0) +
+                   " blocks: estimate one method at a fixed micro-batch instead"};
+}
+
+std::string candidate_label(const plan_candidate& c) {
+  std::string name = method_label(c.method);
+  if (c.parallel.method == parallel_method::dp_tp)
+    name += " with " + std::to_string(c.parallel.tp) + "-way tensor parallelism";
+  if (c.parallel.cp > 1)
+    name += " with " + std::to_string(c.parallel.cp) + "-way context parallelism";
+  if (c.offload.any()) name += " with " + describe(c.offload);
+  return name;
+}
+
+namespace {
+
+const auto label = candidate_label;
+
+// GPUs that share each of a candidate's sequences: its tensor-parallel group (TP over all the
+// GPUs, DP+TP's groups) and its context-parallel group; its micro-batch is per such group.
+std::uint64_t gpus_per_sequence(const plan_candidate& c) {
+  const bool tensor =
+      c.parallel.method == parallel_method::tp || c.parallel.method == parallel_method::dp_tp;
+  return (tensor ? std::max<std::uint64_t>(c.parallel.tp, 1) : 1) *
+         std::max<std::uint64_t>(c.parallel.cp, 1);
+}
+
+double sequences_per_gpu(const plan_candidate& c) {
+  return static_cast<double>(c.max_micro_batch) / static_cast<double>(gpus_per_sequence(c));
+}
+
+std::string rate_text(double tokens_per_s) { return grouped_number(tokens_per_s, 0); }
+
+std::uint64_t usable_bytes(const cluster_spec& cluster) {
+  return cluster.gpu.memory_bytes > cluster.headroom_bytes
+             ? cluster.gpu.memory_bytes - cluster.headroom_bytes
+             : 0;
+}
+
+// When nothing fits at batch 1: first the optimizer states and fp32 master weights go to host
+// memory (ZeRO-Offload, Ren et al. 2021; Gemini keeps fp32 chunks on the CPU with
+// placement_policy "cpu"), then the fp16 parameter chunks as well (Gemini "cpu" placement moves
+// every chunk and gathers it to the GPU when used).
+offload_advice advise_offload(const plan_candidate& base, const llmem_fixed& fixed,
+                              const cluster_spec& cluster) {
+  offload_advice advice;
+  advice.needed = true;
+  advice.method = label(base);
+  const std::uint64_t usable = usable_bytes(cluster);
+  const std::uint64_t per_node = ranks_per_node(cluster);
+  struct step {
+    const char* moves;
+    std::uint64_t saved;
+  };
+  const step steps[] = {
+      {"the Adam optimizer states and the fp32 master weights",
+       fixed.optimizer_states + fixed.fp32_chunks},
+      {"the Adam optimizer states, the fp32 master weights and the fp16 parameter chunks",
+       fixed.optimizer_states + fixed.fp32_chunks + fixed.fp16_chunks},
+  };
+  for (const auto& s : steps) {
+    advice.moves = s.moves;
+    advice.gpu_peak_bytes = base.at_max.peak_bytes - s.saved;
+    advice.host_bytes_per_gpu = s.saved;
+    advice.host_bytes_per_node = s.saved * per_node;
+    advice.sufficient = advice.gpu_peak_bytes <= usable;
+    if (advice.sufficient) break;
+  }
+  const std::string head = "Nothing fits at micro-batch 1: " + advice.method + " needs " +
+                           gib_text(base.at_max.peak_bytes) + " per GPU of " + gib_text(usable) +
+                           ". ";
+  if (advice.sufficient) {
+    advice.summary = head + "Offloading " + advice.moves + " to CPU brings it to " +
+                     gib_text(advice.gpu_peak_bytes) + " per GPU and needs " +
+                     gib_text(advice.host_bytes_per_node) + " of host RAM per node.";
+  } else {
+    advice.summary = head + "Even with " + advice.moves + " on the CPU it needs " +
+                     gib_text(advice.gpu_peak_bytes) + " per GPU (" +
+                     gib_text(advice.gpu_peak_bytes - usable) +
+                     " short): use more GPUs or GPUs with more memory.";
+  }
+  return advice;
+}
+
+// Picks the fitting candidate with the most tokens/s and says why in one sentence; false when
+// none fits.
+bool choose_fastest(plan_result& plan) {
+  // Speeds within 1 % count as a tie (the step-time model is not finer than that), broken by
+  // the more sequences per GPU, then by the order of the candidates (simpler methods first).
+  const auto better = [](const plan_candidate& a, const plan_candidate& b) {
+    if (a.speed.tokens_per_s > b.speed.tokens_per_s * 1.01) return true;
+    if (b.speed.tokens_per_s > a.speed.tokens_per_s * 1.01) return false;
+    return sequences_per_gpu(a) > sequences_per_gpu(b);
+  };
+  plan.choice = -1;
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    const auto& c = plan.candidates[i];
+    if (!c.fits) continue;
+    if (plan.choice < 0 || better(c, plan.candidates[static_cast<std::size_t>(plan.choice)])) {
+      plan.choice = static_cast<int>(i);
+    }
+  }
+  if (plan.choice < 0) return false;
+  const auto& best = plan.candidates[static_cast<std::size_t>(plan.choice)];
+  std::string runner_up;
+  double second = 0;
+  bool tied = false;
+  for (const auto& c : plan.candidates) {
+    if (&c == &best || !c.fits) continue;
+    tied |= c.speed.tokens_per_s * 1.01 >= best.speed.tokens_per_s;
+    if (c.speed.tokens_per_s <= second) continue;
+    second = c.speed.tokens_per_s;
+    runner_up = label(c);
+  }
+  std::string why;
+  if (runner_up.empty()) {
+    why = ", and the only one that fits.";
+  } else if (tied) {
+    why = "; no method that fits is faster, and this one fits the most sequences per GPU.";
+  } else {
+    why = " against " + rate_text(second) + " for " + runner_up + ".";
+  }
+  const std::uint64_t group = gpus_per_sequence(best);
+  plan.reason = label(best) + " is the fastest method that fits: micro-batch " +
+                std::to_string(best.max_micro_batch) +
+                (group > 1 ? " per group of " + std::to_string(group) + " GPUs" : " per GPU") +
+                " at an estimated " + rate_text(best.speed.tokens_per_s) + " tokens/s" + why;
+  return true;
+}
+
+}  // namespace
+
+std::vector<parallel_config> candidate_methods(std::uint64_t gpus) {
+  if (gpus <= 1) return {parallel_config{parallel_method::single, 1, false}};
+  std::vector<parallel_config> out = {{parallel_method::cdp, 1, false},
+                                      {parallel_method::adp, 1, false},
+                                      {parallel_method::tp, gpus, false}};
+  for (std::uint64_t t = 2; t < gpus; ++t) {
+    if (gpus % t == 0) out.push_back({parallel_method::dp_tp, t, false});
+  }
+  return out;
+}
+
+result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts,
+                               const cluster_spec& cluster, const plan_options& options) {
+  auto model = prepare_llmem(spec);
+  if (!model.ok()) return model.failure();
+  plan_result plan;
+  plan.warnings = model.value().warnings;
+  std::vector<llmem_fixed> fixed_terms;
+  for (auto parallel : candidate_methods(cluster.gpus)) {
+    parallel.exact_dp_tp_fraction = options.exact_dp_tp_fraction;
+    plan_candidate c;
+    c.parallel = parallel;
+    c.method = method_name(parallel.method);
+    auto fixed = llmem_fixed_terms(spec, model.value(), cluster, parallel, options.seq_len);
+    if (!fixed.ok()) {
+      c.valid = false;
+      c.note = fixed.failure().message;
+      plan.candidates.push_back(c);
+      fixed_terms.emplace_back();
+      continue;
+    }
+    c.parallel = fixed.value().parallel;
+    // (Searched only as far as its byte counts stay exact.)
+    c.max_micro_batch = llmem_max_batch(
+        model.value(), fixed.value(), cluster, options.seq_len,
+        std::min(options.max_micro_batch, largest_sized_micro_batch(spec, options.seq_len, false)));
+    c.fits = c.max_micro_batch > 0;
+    const std::uint64_t batch = c.fits ? c.max_micro_batch : 1;
+    c.at_max = llmem_estimate(model.value(), fixed.value(), cluster, batch, options.seq_len);
+    c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch, options.seq_len,
+                                 options.speed);
+    plan.candidates.push_back(c);
+    fixed_terms.push_back(fixed.value());
+  }
+
+  if (choose_fastest(plan)) return plan;
+  // Nothing fits: advise offload for the method that shards the most (ADP, or the one GPU).
+  const parallel_method base_method =
+      cluster.gpus > 1 ? parallel_method::adp : parallel_method::single;
+  for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
+    if (plan.candidates[i].parallel.method == base_method && plan.candidates[i].valid) {
+      plan.offload = advise_offload(plan.candidates[i], fixed_terms[i], cluster);
+      plan.reason = plan.offload.summary;
+    }
+  }
+  if (plan.reason.empty()) plan.reason = "No method can run this model on these GPUs.";
+  return plan;
+}
+
+result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
+                                  const cluster_spec& cluster, const training_config& workload,
+                                  const plan_options& options) {
+  struct method {
+    const char* name;
+    data_parallel sharding;
+    parallel_method timing;  // the step-time model's communication pattern
+    bool pipeline = false;   // one stage per GPU, timed from one GPU's compute (below)
+  };
+  static const method multi[] = {
+      {"ddp", data_parallel::ddp, parallel_method::cdp},
+      {"zero1", data_parallel::zero1, parallel_method::cdp},
+      {"zero2", data_parallel::zero2, parallel_method::cdp},
+      {"zero3", data_parallel::zero3, parallel_method::adp},
+      {"fsdp_full_shard", data_parallel::fsdp_full_shard, parallel_method::adp},
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp},
+      // Megatron-style TP over all the GPUs, with sequence parallelism (it only saves memory).
+      {"tensor_parallel", data_parallel::none, parallel_method::tp},
+      {"pipeline", data_parallel::none, parallel_method::single, true}};
+  static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
+  // What no layout changes is answered as the estimate answers it, not as "nothing fits".
+  plan_result plan;
+  if (auto e = check_adapter_targets(spec, workload, plan.unmatched_targets)) return *e;
+  // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
+  if (auto e =
+          check_training_lengths(spec, workload, 1, workload.seq_len + workload.virtual_tokens))
+    return *e;
+  const method* begin = cluster.gpus > 1 ? multi : one;
+  const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
+  const std::uint64_t usable = usable_bytes(cluster);
+  const std::uint64_t per_node = ranks_per_node(cluster);
+  const std::uint64_t fixed_batch = options.fixed_micro_batch;  // 0: the plan's to choose
+  step_time_options speed = options.speed;
+  speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
+               workload.compute == compute_precision::pure_bf16;
+  speed.causal_kernel =
+      kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers) !=
+      attention_kernel::eager;
+  speed.recompute = recomputed_forwards(
+      spec, counts, workload.seq_len, speed.causal_kernel, workload.grad_ckpt,
+      workload.framework == framework_profile::torchtitan && workload.selective_recompute);
+  speed.weight_gradients = workload.finetune == finetune_kind::full;
+  speed.target_len = workload.target_len;
+
+  std::optional<error> failure;
+  // One candidate: its largest micro-batch whose GPU footprint (and, offloaded, host RAM and
+  // NVMe per node) fits, and its speed there.
+  // `tp` > 1 with a data-parallel method: DP+TP, tp tensor-parallel GPUs (with sequence
+  // parallelism) in each of gpus / tp data-parallel groups.
+  // `cp` > 1: context parallelism, each sequence split over cp GPUs by ring attention, the
+  // states sharded over all of them.
+  auto evaluate = [&](const method& m, const offload_placement& offload, std::uint64_t tp = 1,
+                      std::uint64_t cp = 1) {
+    plan_candidate c;
+    c.method = m.name;
+    c.offload = offload;
+    const bool tensor = m.timing == parallel_method::tp;
+    const bool hybrid = tp > 1 && !tensor;
+    const std::uint64_t degree = tensor ? cluster.gpus : tp;
+    c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false, cp};
+    c.sequence_parallel = tensor || hybrid;
+    training_config config = workload;
+    config.sharding = m.sharding;
+    config.cp_degree = cp;
+    config.cp_kind = context_parallel_kind::ring;
+    config.cuda_context_bytes = cluster.cuda_context_bytes;
+    const bool pipeline = m.pipeline;
+    if (pipeline) {
+      // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,
+      // (p - 1) / m of the ideal time, stays under a quarter; Narayanan et al. 2021).
+      config.pp_degree = cluster.gpus;
+      config.pp_micro_batches = 4 * cluster.gpus;
+      c.pp = config.pp_degree;
+      c.pp_micro_batches = config.pp_micro_batches;
+      if (cluster.gpus > spec.layers.size()) {
+        c.valid = false;
+        c.note = "a pipeline needs at least one block per GPU (" +
+                 std::to_string(spec.layers.size()) + " blocks)";
+        return c;
+      }
+    }
+    config.dp_degree = pipeline ? 1 : cluster.gpus / degree;
+    config.tp_degree = degree;
+    config.sequence_parallel = tensor || hybrid;
+    config.offload = offload;
+    step_time_options timing = speed;
+    // Megatron: two all-reduces per block and pass.
+    timing.all_reduce_every_linear = !(tensor || hybrid);
+    if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
+      c.valid = false;  // its all-reduces would cross the inter-node network every block
+      c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
+               " GPUs)";
+      return c;
+    }
+    struct footprint {
+      std::uint64_t gpu = ~0ULL;
+      host_footprint host;
+      training_estimate estimate;
+      bool fits = false;
+      fit_verdict verdict = fit_verdict::does_not_fit;
+    };
+    auto at = [&](std::uint64_t batch) {
+      footprint f;
+      config.micro_batch = batch;
+      // A pipeline's busiest stages: the first (every micro-batch in flight, the embedding) and
+      // the last (the LM head and the loss).
+      std::vector<std::uint64_t> stages = {0};
+      if (config.pp_degree > 1) stages.push_back(config.pp_degree - 1);
+      for (const std::uint64_t stage : stages) {
+        config.pp_stage = stage;
+        auto e = estimate_training_step(spec, config, cluster.gpu);
+        if (!e.ok()) {
+          failure = e.failure();
+          return f;
+        }
+        const std::uint64_t used = device_used_bytes(e.value(), cluster.cuda_context_bytes);
+        if (f.gpu != ~0ULL && used <= f.gpu) continue;
+        f.estimate = e.value();
+        f.gpu = used;
+      }
+      f.host = offload_footprint(spec, config, f.estimate);
+      // Host budgets are checked for offloaded runs (as the estimate does).
+      if (config.offload.any()) checkpoint_load_bytes(spec, config, per_node, f.host);
+      f.verdict = judge_fit(
+          f.gpu, cluster.gpu.memory_bytes, usable,
+          !check_node_totals(f.host, per_node) &&
+              (cluster.host_ram_bytes == 0 ||
+               host_ram_needed_per_node(f.host, per_node) <= cluster.host_ram_bytes) &&
+              (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes));
+      f.fits = f.verdict == fit_verdict::fits;
+      return f;
+    };
+    // The footprints of the first micro-batch tried (one sequence, or the fixed micro-batch) and
+    // of the largest micro-batch found to fit so far (each
+    // fitting probe is larger than the last), kept for the report.
+    footprint at_one;
+    footprint at_good;
+    const auto fits = [&](std::uint64_t b) {
+      footprint f = at(b);
+      const bool fit = f.fits;
+      if (b == (fixed_batch ? fixed_batch : 1)) at_one = f;
+      if (fit) at_good = std::move(f);
+      return fit;
+    };
+    // A micro-batch the request fixes is tried alone; otherwise the largest that fits.
+    const std::uint64_t first = fixed_batch ? fixed_batch : 1;
+    std::uint64_t good = 0;
+    if (fits(first) && !fixed_batch) {
+      good = 1;
+      std::uint64_t bad = 2;
+      while (bad <= options.max_micro_batch && fits(bad)) {
+        good = bad;
+        bad *= 2;
+      }
+      bad = std::min(bad, options.max_micro_batch + 1);
+      while (bad - good > 1) {
+        const std::uint64_t mid = good + (bad - good) / 2;
+        (fits(mid) ? good : bad) = mid;
+      }
+    } else if (fixed_batch && at_one.fits) {
+      good = fixed_batch;
+    }
+    if (failure &&
+        (failure->code == "parallel.invalid_degree" || failure->code == "request.invalid_value")) {
+      c.valid = false;
+      c.note = failure->message;
+      failure.reset();
+      return c;
+    }
+    c.max_micro_batch = good;
+    c.fits = good > 0;
+    const std::uint64_t batch = c.fits ? good : first;
+    const footprint& f = c.fits ? at_good : at_one;
+    if (auto too_large = check_node_totals(f.host, per_node)) {
+      c.valid = false;
+      c.note = too_large->message;
+      return c;
+    }
+    c.at_max.last_rank = cluster.gpus - 1;
+    c.at_max.peak_bytes = f.gpu;
+    c.at_max.fits = c.fits;
+    c.at_max.verdict = f.verdict;
+    c.at_max.components = peak_components(f.estimate, "device_used", cluster.cuda_context_bytes);
+    c.host_bytes_per_node = host_ram_needed_per_node(f.host, per_node);
+    c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
+    // (Prompt tuning runs its virtual tokens too: positions, not the user's tokens, are timed.)
+    c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch,
+                                 workload.seq_len + workload.virtual_tokens, timing);
+    if (pipeline) {
+      // One micro-batch's compute on one GPU is split over the p stages; a step runs m
+      // micro-batches in m + p - 1 slots (1F1B). Stage-to-stage activation sends overlap the
+      // compute and are left out.
+      const double p = static_cast<double>(cluster.gpus);
+      const double m_batches = static_cast<double>(config.pp_micro_batches);
+      const double slot = c.speed.compute_s / p;
+      c.speed.compute_s = slot * m_batches;
+      c.speed.communication_s = 0;
+      c.speed.exposed_communication_s = slot * (p - 1.0);  // the bubble
+      c.speed.step_s = slot * (m_batches + p - 1.0);
+      c.speed.tokens_per_s =
+          m_batches * static_cast<double>(batch * workload.seq_len) / c.speed.step_s;
+      c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / p;
+    }
+    if (offload.any()) {
+      // The offload's traffic and CPU step lengthen the step (offload.hpp).
+      c.speed.offload_s = offload_seconds(
+          f.host, c.speed.step_s, cluster.gpu.host_link_bandwidth_bytes_per_s, cluster.host);
+      const double tokens = static_cast<double>(batch * workload.seq_len * cluster.gpus);
+      c.speed.step_s += c.speed.offload_s;
+      c.speed.tokens_per_s = tokens / c.speed.step_s;
+      c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / static_cast<double>(cluster.gpus);
+    }
+    return c;
+  };
+
+  for (const method* m = begin; m != end; ++m) {
+    plan.candidates.push_back(evaluate(*m, offload_placement{}));
+    if (failure) return *failure;
+  }
+  // DP+TP: ZeRO-3 over groups of 2, 4, ... tensor-parallel GPUs within a node (LLMem's DP+TP;
+  // across nodes only the data-parallel collectives travel), or FSDP under torchtitan (its 2D
+  // parallelism). Splits the model does not divide into are left out.
+  static const method zero3_tp{"zero3", data_parallel::zero3, parallel_method::adp};
+  static const method fsdp_tp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
+                              parallel_method::adp};
+  const method& dp_tp = workload.framework == framework_profile::torchtitan ? fsdp_tp : zero3_tp;
+  for (std::uint64_t tp = 2; tp < cluster.gpus && tp <= per_node; tp *= 2) {
+    if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
+    plan.candidates.push_back(evaluate(dp_tp, offload_placement{}, tp));
+    if (failure) return *failure;
+  }
+  // Sequences that the fastest candidate fits at most one of per GPU: FSDP with context
+  // parallelism over 2, 4, ... GPUs within a node (torchtitan's long-context recipe,
+  // accelerate's FSDP2 with cp_size: ring attention), before anything is offloaded; lengths the
+  // ring cannot split evenly are left out, and so are litgpt, torchtune and unsloth, which have
+  // no context parallelism.
+  const bool fitted = choose_fastest(plan);
+  const bool ring_attention = workload.framework == framework_profile::transformers ||
+                              workload.framework == framework_profile::torchtitan;
+  if (ring_attention &&
+      (!fitted || sequences_per_gpu(plan.candidates[static_cast<std::size_t>(plan.choice)]) <= 1)) {
+    static const method fsdp_cp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
+                                parallel_method::adp};
+    for (std::uint64_t cp = 2; cp <= cluster.gpus && cp <= per_node; cp *= 2) {
+      if (cluster.gpus % cp != 0 || workload.seq_len % (2 * cp) != 0) continue;
+      plan.candidates.push_back(evaluate(fsdp_cp, offload_placement{}, 1, cp));
+      if (failure) return *failure;
+    }
+  }
+  if (choose_fastest(plan)) return plan;
+
+  // Nothing fits on the GPUs alone: the offload configurations, in order of expected speed
+  // (DeepSpeed ZeRO-Offload, then parameters too, then activations, then NVMe as in
+  // ZeRO-Infinity and Fuyou); ZeRO runs on one GPU for its offloading.
+  const auto cpu = offload_target::cpu;
+  const auto nvme = offload_target::nvme;
+  const auto none = offload_target::none;
+  static const method zero2{"zero2", data_parallel::zero2, parallel_method::cdp};
+  static const method zero3{"zero3", data_parallel::zero3, parallel_method::adp};
+  const std::pair<const method*, offload_placement> offloads[] = {
+      {&zero2, {cpu, none, none, none}}, {&zero3, {cpu, none, none, none}},
+      {&zero3, {cpu, cpu, none, none}},  {&zero3, {cpu, cpu, none, cpu}},
+      {&zero3, {nvme, cpu, none, cpu}},  {&zero3, {nvme, nvme, none, cpu}},
+      {&zero3, {nvme, nvme, none, nvme}}};
+  for (const auto& [m, placement] : offloads) {
+    plan.candidates.push_back(evaluate(*m, placement));
+    if (failure) return *failure;
+  }
+  if (choose_fastest(plan)) {
+    const plan_candidate& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
+    const std::string speed_text = grouped_number(c.speed.tokens_per_s, 0);
+    // A need without a stated budget is reported, not judged.
+    std::string unchecked;
+    if (cluster.host_ram_bytes == 0 && c.host_bytes_per_node > 0) unchecked = "host RAM";
+    if (cluster.nvme_bytes == 0 && c.nvme_bytes_per_node > 0)
+      unchecked += std::string(unchecked.empty() ? "" : " or ") + "NVMe";
+    plan.reason = "Nothing fits on the GPUs alone. The fastest offload that fits: " + label(c) +
+                  ", micro-batch " + std::to_string(c.max_micro_batch) + " per GPU at about " +
+                  speed_text + " tokens/s; it needs " + gib_text(c.at_max.peak_bytes) +
+                  " per GPU, " + gib_text(c.host_bytes_per_node) + " of host RAM and " +
+                  gib_text(c.nvme_bytes_per_node) + " of NVMe per node" +
+                  (unchecked.empty() ? std::string(".")
+                                     : " (no " + unchecked + " budget was stated: not checked).");
+    return plan;
+  }
+  // Still nothing: the leanest configuration and the resource it is short of.
+  const plan_candidate& leanest = plan.candidates.back();
+  std::string short_of;
+  if (leanest.at_max.peak_bytes > usable) {
+    short_of = "GPU memory: " + gib_text(leanest.at_max.peak_bytes) + " per GPU of " +
+               gib_text(usable) + " (" + gib_text(leanest.at_max.peak_bytes - usable) + " short)";
+  } else if (cluster.host_ram_bytes && leanest.host_bytes_per_node > cluster.host_ram_bytes) {
+    short_of = "host RAM: " + gib_text(leanest.host_bytes_per_node) + " per node of " +
+               gib_text(cluster.host_ram_bytes) + " (" +
+               gib_text(leanest.host_bytes_per_node - cluster.host_ram_bytes) + " short)";
+  } else {
+    short_of = "NVMe: " + gib_text(leanest.nvme_bytes_per_node) + " per node of " +
+               gib_text(cluster.nvme_bytes) + " (" +
+               gib_text(leanest.nvme_bytes_per_node - cluster.nvme_bytes) + " short)";
+  }
+  plan.reason = "Nothing fits at micro-batch 1, even with everything offloaded to NVMe: short of " +
+                short_of + ". Use more GPUs, LoRA/QLoRA or gradient checkpointing.";
+  return plan;
+}
+
+}  // namespace gpumem

@@ -1,0 +1,192 @@
+#include "gpumem/plan/step_time.hpp"
+
+#include <algorithm>
+
+namespace gpumem {
+
+namespace {
+
+// Ring collectives (NCCL): an all-reduce of M bytes sends 2 (k-1)/k M per rank, an all-gather
+// or reduce-scatter of M bytes in total sends (k-1)/k M per rank.
+double all_reduce_bytes(double bytes, double ranks) { return 2.0 * (ranks - 1.0) / ranks * bytes; }
+double gather_bytes(double bytes, double ranks) { return (ranks - 1.0) / ranks * bytes; }
+
+// Forward FLOPs per token: 2 per matmul parameter (multiply and add), and attention's
+// scores and weighted values, 2 s per head dimension each, over the tokens each layer attends to
+// (Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters",
+// Appendix: the same accounting, without the causal half).
+double forward_flops_per_token(const model_spec& spec, const param_count& counts,
+                               std::uint64_t seq_len, bool causal_kernel,
+                               std::uint64_t target_len) {
+  if (spec.encoder_decoder && seq_len > 0) {
+    // The encoder's blocks run its s tokens, the decoder's blocks and LM head the t labels'
+    // (T5's attention computes every score: self-attention over its own stack's tokens, the
+    // decoder's cross-attention over the s encoder positions).
+    const double s = static_cast<double>(seq_len);
+    const double t = static_cast<double>(target_len > 0 ? target_len : seq_len);
+    const double head_width =
+        static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
+    double flops = 2.0 * static_cast<double>(spec.vocab_size * spec.embedding_dim) * t;
+    for (const auto& tensor : spec.tensors) {
+      if (tensor.layer < 0 || tensor.is_bias || tensor.module != module_kind::linear) continue;
+      const bool encoder =
+          spec.layers[static_cast<std::size_t>(tensor.layer)].stack == stack_kind::encoder;
+      flops += 2.0 * static_cast<double>(tensor.numel()) * (encoder ? s : t);
+    }
+    for (const auto& layer : spec.layers) {
+      flops += layer.stack == stack_kind::encoder ? 2.0 * s * head_width * s
+                                                  : 2.0 * t * head_width * (t + s);
+    }
+    return flops / s;
+  }
+  double matmul =
+      static_cast<double>(counts.active) -
+      static_cast<double>(counts.groups.token_embedding + counts.groups.position_embedding);
+  if (spec.tied_embeddings) matmul += static_cast<double>(spec.vocab_size * spec.embedding_dim);
+  // Llama 4's experts multiply every token, scaled to 0 off its top-k (Llama4TextMoe), so all
+  // their parameters count.
+  if (spec.moe.dense_dispatch && spec.moe.num_experts > 0) {
+    matmul += static_cast<double>(counts.groups.routed_experts) *
+              static_cast<double>(spec.moe.num_experts - spec.moe.experts_per_token) /
+              static_cast<double>(spec.moe.num_experts);
+  }
+  // A block that runs another's parameters again (ALBERT) multiplies by them again.
+  for (const auto& layer : spec.layers) {
+    if (layer.shares_params_of < 0) continue;
+    for (const auto& t : spec.tensors) {
+      if (t.layer == layer.shares_params_of && !t.is_bias && t.module == module_kind::linear)
+        matmul += static_cast<double>(t.numel());
+    }
+  }
+  double attention = 0;
+  for (const auto& layer : spec.layers) {
+    const std::uint64_t seen =
+        layer.sliding_window_tokens > 0 ? std::min(seq_len, layer.sliding_window_tokens) : seq_len;
+    attention += 2.0 * static_cast<double>(seen) *
+                 static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
+  }
+  return 2.0 * matmul + (causal_kernel && spec.causal ? attention / 2.0 : attention);
+}
+
+// Bytes each GPU sends per step for tensor parallelism of degree t.
+double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
+                             const step_time_options& options) {
+  const double forwards = 1.0 + options.recompute;
+  if (!options.all_reduce_every_linear) {
+    // Megatron-LM: one all-reduce after attention and one after the MLP in forward, the same in
+    // backward (Shoeybi et al. 2019, Fig. 4).
+    const double block = all_reduce_bytes(tokens * static_cast<double>(spec.hidden_size) * 2.0, t);
+    return static_cast<double>(spec.num_layers) * block * 2.0 * (forwards + 1.0);
+  }
+  // Colossal-AI 1D row-parallel Linear (LLMem tp_real.py): forward all-reduces each output,
+  // backward all-gathers each split input gradient.
+  double bytes = 0;
+  for (const auto& t_spec : spec.tensors) {
+    if (t_spec.module != module_kind::linear || t_spec.is_bias || t_spec.layer < 0) continue;
+    const double out = static_cast<double>(t_spec.shape[0]);
+    const double in = static_cast<double>(t_spec.shape[1]);
+    bytes +=
+        forwards * all_reduce_bytes(tokens * out * 2.0, t) + gather_bytes(tokens * in * 2.0, t);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+double per_op_recompute_share(const model_spec& spec, const param_count& counts,
+                              std::uint64_t seq_len, bool causal_kernel) {
+  const double h = static_cast<double>(spec.hidden_size);
+  const double q = static_cast<double>(spec.num_heads * spec.head_dim);
+  const double kv = static_cast<double>(spec.num_kv_heads * spec.head_dim);
+  const double i = static_cast<double>(spec.intermediate_size);
+  const double recomputed =
+      2.0 * static_cast<double>(spec.layers.size()) * (h * kv + q * h + h * i);
+  const double forward = forward_flops_per_token(spec, counts, seq_len, causal_kernel, 0);
+  return forward > 0 ? std::min(1.0, recomputed / forward) : 0.0;
+}
+
+double recomputed_forwards(const model_spec& spec, const param_count& counts, std::uint64_t seq_len,
+                           bool causal_kernel, bool full_checkpointing, bool per_op_checkpointing) {
+  if (full_checkpointing) return 1.0;
+  return per_op_checkpointing ? per_op_recompute_share(spec, counts, seq_len, causal_kernel) : 0.0;
+}
+
+step_time estimate_step_time(const model_spec& spec, const param_count& counts,
+                             const cluster_spec& cluster, const parallel_config& parallel,
+                             std::uint64_t micro_batch, std::uint64_t seq_len,
+                             const step_time_options& options) {
+  step_time out;
+  const auto n = static_cast<double>(cluster.gpus);
+  const auto method = parallel.method;
+  const double t = (method == parallel_method::tp || method == parallel_method::dp_tp)
+                       ? static_cast<double>(parallel.tp)
+                       : 1.0;
+  double dp = 1.0;  // data-parallel degree
+  if (method == parallel_method::cdp || method == parallel_method::adp) dp = n;
+  if (method == parallel_method::dp_tp) dp = n / t;
+
+  const double forward =
+      forward_flops_per_token(spec, counts, seq_len, options.causal_kernel, options.target_len);
+  // Forward, backward (input and weight gradients: 2 forwards' worth), recomputation.
+  const double passes = 1.0 + (options.weight_gradients ? 2.0 : 1.0) + options.recompute;
+  out.flops_per_token = passes * forward;
+  // Context parallelism gives each rank seq_len / cp tokens of every sequence; each still attends
+  // over the whole sequence (load-balanced causal chunks: equal work per rank).
+  const double cp = parallel.cp > 1 ? static_cast<double>(parallel.cp) : 1.0;
+  const double tokens = static_cast<double>(micro_batch * seq_len) / cp;  // per rank
+  double peak = options.bf16 ? cluster.gpu.bf16_dense_flops : cluster.gpu.fp16_dense_flops;
+  if (peak <= 0) peak = cluster.gpu.fp16_dense_flops;
+  out.compute_s = tokens * out.flops_per_token / t / (peak * options.mfu);
+
+  // Data-parallel collectives cross nodes when the job spans more than one.
+  const std::uint64_t per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : cluster.gpus;
+  const bool multi_node = cluster.gpus > per_node;
+  const double intra = cluster.gpu.link_bandwidth_bytes_per_s;
+  const double dp_bandwidth =
+      multi_node ? std::min(intra, cluster.inter_node_bandwidth_bytes_per_s) : intra;
+  const double params_bytes = 2.0 * static_cast<double>(counts.total) / t;  // fp16 weights/grads
+
+  double dp_s = 0;
+  if (method == parallel_method::cdp) {
+    dp_s = all_reduce_bytes(params_bytes, dp) / dp_bandwidth;  // gradient all-reduce
+  } else if (dp > 1) {
+    // ZeRO-3 / Gemini: parameters gathered for forward and again for backward, gradients
+    // reduce-scattered: 1.5x DDP's volume (Rajbhandari et al. 2020, ZeRO, Section 7.2.2).
+    dp_s = 3.0 * gather_bytes(params_bytes, dp) / dp_bandwidth;
+  }
+  double tp_s = 0;
+  if (t > 1) tp_s = tensor_parallel_bytes(spec, tokens, t, options) / intra;
+  // Ring attention (TransformerEngine AttnFuncWithCPAndKVP2P): every layer's forward passes a
+  // rank's K/V chunk around cp - 1 times, the backward K/V and dK/dV, each overlapping the
+  // attention computed on the chunk before (Liu et al. 2023, Ring Attention); what the
+  // attention's share of the compute cannot hide is exposed.
+  double ring_s = 0;
+  double ring_exposed = 0;
+  if (cp > 1) {
+    const double forwards = 1.0 + options.recompute;
+    const double kv_chunk =
+        tokens * 2.0 * static_cast<double>(spec.num_kv_heads * (spec.head_dim + spec.v_head_dim)) /
+        t;
+    ring_s =
+        static_cast<double>(spec.num_layers) * (cp - 1.0) * kv_chunk * (forwards + 2.0) / intra;
+    const double attention =
+        forward - forward_flops_per_token(spec, counts, 0, options.causal_kernel, 0);
+    ring_exposed = std::max(0.0, ring_s - out.compute_s * attention / forward);
+  }
+  out.communication_s = dp_s + tp_s + ring_s;
+
+  double hidden_dp = 0;
+  if (method == parallel_method::cdp) {
+    // DDP buckets all-reduce gradients while backward continues (Li et al. 2020, PyTorch DDP).
+    hidden_dp = std::min(dp_s, out.compute_s * (passes - 1.0 - options.recompute) / passes);
+  } else {
+    hidden_dp = std::min(dp_s, out.compute_s);  // prefetched gathers overlap compute
+  }
+  out.exposed_communication_s = dp_s - hidden_dp + tp_s + ring_exposed;
+  out.step_s = out.compute_s + out.exposed_communication_s;
+  out.tokens_per_s = out.step_s > 0 ? tokens * dp / out.step_s : 0;
+  out.tokens_per_s_per_gpu = out.tokens_per_s / n;
+  return out;
+}
+
+}  // namespace gpumem

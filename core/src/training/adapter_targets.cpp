@@ -1,0 +1,148 @@
+#include "training/adapter_targets.hpp"
+
+#include <algorithm>
+
+namespace gpumem {
+
+std::string module_of(const std::string& name) {
+  // "model.layers.0.self_attn.q_proj.weight" -> "q_proj"
+  const auto end = name.rfind('.');
+  const auto start = name.rfind('.', end - 1);
+  return name.substr(start + 1, end - start - 1);
+}
+
+linear_role role_of(const tensor_spec& t) {
+  const std::string module = module_of(t.name);
+  if (t.role == tensor_role::router) return linear_role::mlp_in;  // reads the MLP's input
+  // T5 (modeling_t5.py): SelfAttention and EncDecAttention q, k, v, o; DenseReluDense wi (wi_0
+  // and wi_1 when gated) and wo. (Only short names are looked at: this runs for every linear of
+  // every replay.)
+  if (module.size() <= 4) {
+    if (t.name.find(".EncDecAttention.") != std::string::npos) {
+      return module == "q"   ? linear_role::cross_query
+             : module == "o" ? linear_role::cross_out
+                             : linear_role::cross_memory;
+    }
+    if (module == "o") return linear_role::attention_out;
+    if (module == "wi" || module == "wi_0" || module == "wi_1") return linear_role::mlp_in;
+    if (module == "wo") return linear_role::mlp_out;
+  }
+  // DeepSeek's latent attention: q_b_proj and kv_b_proj read the normalised q and kv latents.
+  if (module == "q_b_proj") return linear_role::latent_q;
+  if (module == "kv_b_proj") return linear_role::latent_kv;
+  if (module == "dense" && t.role == tensor_role::mlp) {
+    // BERT's intermediate.dense and output.dense
+    return t.name.find("intermediate") != std::string::npos ? linear_role::mlp_in
+                                                            : linear_role::mlp_out;
+  }
+  for (const char* m : {"o_proj", "out_proj", "dense"}) {
+    if (module == m) return linear_role::attention_out;
+  }
+  if (module == "c_proj") {
+    return t.name.find(".attn.") != std::string::npos ? linear_role::attention_out
+                                                      : linear_role::mlp_out;
+  }
+  for (const char* m :
+       {"gate_proj", "up_proj", "gate_up_proj", "fc1", "fc_in", "c_fc", "dense_h_to_4h"}) {
+    if (module == m) return linear_role::mlp_in;
+  }
+  for (const char* m : {"down_proj", "fc2", "fc_out", "dense_4h_to_h"}) {
+    if (module == m) return linear_role::mlp_out;
+  }
+  return linear_role::attention_in;  // q/k/v, fused qkv, c_attn, query_key_value
+}
+
+namespace {
+
+// Which linear weights carry LoRA adapters (PEFT target_modules; "all-linear": every linear
+// layer in the blocks, not the LM head).
+// A Llama-style name that a model without such a module (fused q/k/v, two-matrix MLPs, other
+// naming) reads by role, as validation points name targets (validation README: `q_proj`,
+// `k_proj`, `v_proj` cover a fused QKV matrix with one adapter; `up_proj` is a two-matrix MLP's
+// first matrix): q/k/v_proj the attention input, o_proj its output, gate/up_proj the MLP input,
+// down_proj its output, lm_head the output layer.
+bool names_role(const std::string& target, const tensor_spec& t, const std::string& module) {
+  static const char* const llama_names[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                            "gate_proj", "up_proj", "down_proj"};
+  for (const char* name : llama_names) {
+    if (module == name) return false;  // the model has the module itself
+  }
+  if (t.layer < 0) return target == "lm_head" && t.role == tensor_role::lm_head;
+  // MoE routers and the shared expert's gate have no Llama-style name.
+  if (t.role == tensor_role::router || module == "shared_expert_gate") return false;
+  // Separate projections under other names (BERT's query, key, value) match one each.
+  static const std::pair<const char*, const char*> separate[] = {
+      {"q_proj", "query"}, {"k_proj", "key"}, {"v_proj", "value"}, {"q_proj", "q"},
+      {"k_proj", "k"},     {"v_proj", "v"},   {"o_proj", "o"}};
+  for (const auto& [llama, other] : separate) {
+    if (module == other) return target == llama;
+  }
+  const linear_role role = role_of(t);
+  if (target == "q_proj" || target == "k_proj" || target == "v_proj")
+    return role == linear_role::attention_in;
+  if (target == "o_proj") return role == linear_role::attention_out;
+  if (target == "gate_proj" || target == "up_proj") return role == linear_role::mlp_in;
+  if (target == "down_proj") return role == linear_role::mlp_out;
+  return false;
+}
+
+}  // namespace
+
+// Whether `t` is one of the adapter targets (LoRA's or IA3's) as PEFT matches module names.
+bool adapter_target(const training_config& config, const tensor_spec& t) {
+  // (transformers 5's MoE router is a bare parameter, not an nn.Linear)
+  if (t.role == tensor_role::router) return false;
+  if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
+    return false;
+  const std::string module = module_of(t.name);
+  for (const auto& target : config.lora_targets) {
+    // PEFT's all-linear: every nn.Linear but the output layer, a vision tower's included.
+    if (target == "all-linear" && t.role != tensor_role::lm_head) return true;
+    if (target == module || names_role(target, t, module)) return true;
+  }
+  return false;
+}
+
+bool lora_target(const training_config& config, const tensor_spec& t) {
+  return config.finetune == finetune_kind::lora && adapter_target(config, t);
+}
+
+// PEFT IA3 (tuners/ia3/layer.py Linear): a learned vector scales the output of each target, or
+// the input of a feedforward target (the MLP's output projection, PEFT's feedforward_modules).
+bool ia3_target(const training_config& config, const tensor_spec& t) {
+  return config.finetune == finetune_kind::ia3 && adapter_target(config, t);
+}
+bool ia3_scales_input(const tensor_spec& t) { return role_of(t) == linear_role::mlp_out; }
+
+// A tied LM head is still an nn.Linear module (sharing the embedding's weight) that PEFT adapts.
+bool tied_head_target(const model_spec& spec, const training_config& config) {
+  return config.finetune == finetune_kind::lora && spec.tied_embeddings &&
+         std::find(config.lora_targets.begin(), config.lora_targets.end(), "lm_head") !=
+             config.lora_targets.end();
+}
+
+// The token embedding: the table of vocab_size rows (not BERT's token types).
+bool token_table(const model_spec& spec, const tensor_spec& t) {
+  return t.role == tensor_role::token_embedding && t.module == module_kind::embedding &&
+         t.shape.size() == 2 && t.shape[0] == spec.vocab_size;
+}
+
+bool names_token_embedding(const model_spec& spec, const std::string& name) {
+  return name == "embed_tokens" ||
+         std::any_of(spec.tensors.begin(), spec.tensors.end(), [&](const tensor_spec& t) {
+           return token_table(spec, t) && module_of(t.name) == name;
+         });
+}
+
+// PEFT's LoRA on an nn.Embedding (tuners/lora/layer.py Embedding): a target naming the token
+// embedding trains lora_embedding_A [r, vocab] and lora_embedding_B [dim, r] beside the frozen
+// table.
+bool embedding_lora_target(const model_spec& spec, const training_config& config,
+                           const tensor_spec& t) {
+  return config.finetune == finetune_kind::lora && token_table(spec, t) &&
+         std::any_of(
+             config.lora_targets.begin(), config.lora_targets.end(),
+             [&](const std::string& target) { return names_token_embedding(spec, target); });
+}
+
+}  // namespace gpumem

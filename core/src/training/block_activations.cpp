@@ -1,0 +1,709 @@
+#include "training/block_activations.hpp"
+
+#include <algorithm>
+
+#include "training/adapter_targets.hpp"
+
+namespace gpumem {
+
+namespace {
+
+// Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors
+// (see linear_input): MatMul8bitLt always, MatMul4Bit when its input needed no cast.
+bool holds_own_input(const step_context& ctx, std::uint64_t input_bytes) {
+  return ctx.base_keeps_input && (ctx.int8_base || input_bytes == ctx.c);
+}
+
+// The input a linear keeps for its weight gradient (autograd saves what the backward of the
+// trainable operands needs; aten mm: the input only when the weight requires grad).
+// `elems` is the size of the input this rank keeps, `input_bytes` its element size.
+// `own_dropout`: the adapter drops its input out itself (litgpt's fused q/k/v adapters share
+// one dropout).
+void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
+                  std::uint64_t input_bytes, bool trainable, bool adapter, bool own_dropout,
+                  bool& shared_saved) {
+  // bitsandbytes MatMul4Bit before 0.45 keeps its input whenever the input needs a gradient,
+  // frozen weight or not (bitsandbytes autograd/_functions.py MatMul4Bit.forward: ctx.tensors =
+  // (A, B); 0.45 keeps (None, B): step_context::base_keeps_input); an input in another dtype
+  // than the compute one is cast first, a copy per call (bitsandbytes/nn/modules.py
+  // Linear4bit.forward). MatMul8bitLt keeps the input it was handed,
+  // uncast, with its outlier columns (few; not counted): ctx.tensors = (CAt, subA, A), CAt only
+  // for a trained weight (bitsandbytes >= 0.45; earlier versions also kept an int8 copy CAt of
+  // every input, not modelled). It quantises an fp16 copy of the input into int8 codes for the
+  // matmul, transients.
+  if (ctx.int8_base) m.transient = std::max(m.transient, elems * (input_bytes == 2 ? 1 : 3));
+  if (ctx.base_keeps_input) {
+    if (holds_own_input(ctx, input_bytes)) {
+      shared_saved = true;
+    } else {
+      m.saved.push_back(elems * ctx.c);
+      m.retained += elems * ctx.c;
+    }
+  } else if (ctx.quantized && input_bytes != ctx.c) {
+    // bitsandbytes >= 0.45 keeps no input (ctx.tensors = (None, B)): the cast copy lives for
+    // the matmul only.
+    m.transient = std::max(m.transient, elems * ctx.c);
+  }
+  if (trainable) {
+    if (ctx.amp && input_bytes != ctx.c) {
+      m.saved.push_back(elems * ctx.c);  // autocast casts the input for every linear separately
+    } else {
+      shared_saved = true;  // the activation itself, counted once by the caller
+    }
+  }
+  if (adapter) {
+    // What lora_A reads: PEFT casts the input to the adapter dtype first (_cast_input_dtype: a
+    // copy when they differ; litgpt and torchtune do not cast), and drops it out when
+    // lora_dropout > 0 — each adapter with a dropout of its own, litgpt's fused q/k/v adapters
+    // with one — keeping the mask (1 byte an element) and handing lora_A the copy (PEFT
+    // tuners/lora/layer.py Linear.forward: lora_B(lora_A(dropout(x))); litgpt/lora.py,
+    // torchtune modules/peft/lora.py). Under autocast lora_A keeps a 16-bit cast of a wider
+    // input (PEFT 0.12's fp32 adapters), and the wider copies live for the matmul only.
+    const std::uint64_t read_bytes =
+        ctx.config.framework == framework_profile::transformers ? ctx.adapter_bytes : input_bytes;
+    const bool cast = ctx.amp && read_bytes != ctx.c;  // autocast's copy is what lora_A keeps
+    if (read_bytes != input_bytes && cast) m.transient = std::max(m.transient, elems * read_bytes);
+    if (lora_dropout_of(ctx.config) > 0) {
+      if (own_dropout) {
+        m.saved.push_back(elems + elems * (cast ? ctx.c : read_bytes));
+        // The wider dropped-out copy (beside PEFT's cast it was made from) until lora_A's cast.
+        if (cast)
+          m.transient =
+              std::max(m.transient, elems * read_bytes * (read_bytes != input_bytes ? 2 : 1));
+      }
+    } else if (cast || read_bytes != input_bytes) {
+      m.saved.push_back(elems * (cast ? ctx.c : read_bytes));
+    } else {
+      shared_saved = true;  // lora_A reads the input itself
+    }
+    m.saved.push_back(ctx.tokens * ctx.config.lora_rank * ctx.c);
+  }
+}
+
+}  // namespace
+
+std::uint64_t tensor_out(const tensor_spec& t) {
+  return t.module == module_kind::conv1d ? t.shape[1] : t.shape[0];
+}
+std::uint64_t tensor_in(const tensor_spec& t) {
+  return t.module == module_kind::conv1d ? t.shape[0] : t.shape[1];
+}
+
+std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
+// Column-parallel layers split their output features over the tensor-parallel ranks.
+bool column_parallel(const tensor_spec& t) {
+  const linear_role role = role_of(t);
+  return role == linear_role::attention_in || role == linear_role::mlp_in ||
+         role == linear_role::cross_query || role == linear_role::cross_memory ||
+         role == linear_role::latent_q || role == linear_role::latent_kv;
+}
+// A block linear's features on this rank.
+std::uint64_t local_out(const tensor_spec& t, std::uint64_t tp) {
+  return column_parallel(t) ? tensor_out(t) / tp : tensor_out(t);
+}
+std::uint64_t local_in(const tensor_spec& t, std::uint64_t tp) {
+  return column_parallel(t) ? tensor_in(t) : tensor_in(t) / tp;
+}
+
+// The last dimension of this rank's part of a tensor (Adafactor factors rows and columns).
+std::uint64_t local_last_dim(const tensor_spec& t, std::uint64_t tp) {
+  const std::uint64_t local = tensor_parallel_numel(t, tp);
+  if (t.shape.size() < 2) return local;
+  if (local == t.numel()) return t.shape.back();
+  const bool block_linear = t.layer >= 0;
+  const bool last_split = block_linear && (t.module == module_kind::conv1d) == column_parallel(t);
+  return last_split ? t.shape.back() / tp : t.shape.back();
+}
+
+namespace {
+
+// What DoRA adds to an adapted linear (PEFT tuners/lora/dora.py DoraLinearLayer.forward, the
+// input already cast to the adapter dtype a). Every forward rebuilds the weight's column norms:
+// an in x in identity pushed through lora_A and lora_B gives the 16-bit lora_weight; the base
+// weight is converted to dtype a (a copy when it is stored otherwise; a 4-bit one is dequantised
+// first); scaling x lora_weight and the sum (dtype max(a, c)) are alive with them. The output
+// (mag_norm_scale - 1) x base_result + mag_norm_scale x lora_result x scaling keeps base_result
+// and lora_result (both 16-bit under autocast) for the magnitude's gradient; its products,
+// promoted to dtype max(a, c), exist for the [tokens, out] result and again in backward.
+void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) {
+  const std::uint64_t c = ctx.c;
+  const std::uint64_t a = ctx.adapter_bytes;
+  const std::uint64_t p = std::max(a, c);
+  const std::uint64_t in = local_in(w, ctx.tp);
+  const std::uint64_t out = local_out(w, ctx.tp);
+  const std::uint64_t weight = tensor_parallel_numel(w, ctx.tp);
+  std::uint64_t rebuild = in * in * a + in * ctx.config.lora_rank * c + weight * (c + c + p);
+  if (ctx.amp && a != c) rebuild += in * in * c;  // autocast's 16-bit cast of the identity
+  // The dequantised weight before .to(a): 16-bit from 4 bits, fp32 from int8 (PEFT
+  // dequantize_bnb_weight: bitsandbytes int8_vectorwise_dequant multiplies by the fp32 SCB).
+  if (ctx.quantized) rebuild += weight * (ctx.int8_base ? 4 : c);
+  if (ctx.quantized || ctx.r != a) rebuild += weight * a;  // ctx.r: the stored base dtype
+  m.transient = std::max(m.transient, rebuild);
+  m.saved.push_back(2 * ctx.tokens * out * c);
+  m.transient = std::max(m.transient, 3 * ctx.tokens * out * p);
+  m.adapter_backward = std::max(m.adapter_backward, 2 * ctx.tokens * out * p);
+}
+
+// Norm saves over `rows` rows of `width` / `rows` per token (one row a token for the hidden
+// norms, one a head for Qwen3's and Gemma 3's q_norm and k_norm). RMSNorm (LlamaRMSNorm): the
+// fp32 input, rsqrt per row, and (when its weight trains) the normalised input — in the input
+// dtype where the weight multiplies after the cast back, in fp32 where it multiplies before
+// (litgpt's RMSNorm, GemmaRMSNorm's output * (1 + weight.float())). LayerNorm
+// (native_layer_norm): the input, mean and rstd per row; under autocast, which runs layer_norm in
+// fp32, the input it keeps is a 16-bit input's fp32 copy, one per call (measured with
+// tools/measure/saved_tensors.py: 4 B*h for each of GPT-NeoX's two norms of a bf16 input).
+void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
+                std::uint64_t input_bytes, bool& input_saved, std::uint64_t tokens,
+                std::uint64_t rows) {
+  const std::uint64_t t = tokens;
+  if (ctx.spec.norm == norm_kind::rms_norm) {
+    if (input_bytes == 4) {
+      input_saved = true;
+    } else {
+      m.saved.push_back(4 * t * width);
+    }
+    m.saved.push_back(4 * t * rows);
+    const bool fp32_normed =
+        ctx.config.framework == framework_profile::litgpt || ctx.spec.norm_keeps_input_dtype;
+    if (ctx.norms_train) m.saved.push_back((fp32_normed ? 4 : input_bytes) * t * width);
+  } else {
+    if (ctx.amp && input_bytes != 4) {
+      m.saved.push_back(4 * t * width);
+    } else {
+      input_saved = true;
+    }
+    m.saved.push_back(8 * t * rows);
+  }
+}
+
+}  // namespace
+
+// The element size of a norm's output: RMSNorm returns the input dtype; LayerNorm runs in fp32
+// under autocast; an fp32 norm weight (PEFT's kbit preparation) makes it fp32 where the weight
+// multiplies in its own dtype (LlamaRMSNorm: weight * hidden_states.to(input_dtype)).
+std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_bytes) {
+  if ((ctx.spec.norm == norm_kind::layer_norm && ctx.amp) || ctx.kbit_fp32_norms) return 4;
+  return input_bytes;
+}
+
+namespace {
+
+// Bytes per MLP-width element that the activation function keeps (transformers ACT2FN), its
+// input included. The python-formula GELU (NewGELUActivation: 0.5 x (1 + tanh(sqrt(2/pi)
+// (x + 0.044715 x^3)))) keeps x for pow, tanh's output, 0.5 x and 1 + tanh; under autocast pow
+// runs in fp32 (autocast's fp32 op list) and type promotion keeps the tanh branch in fp32.
+// ReLU keeps its output; F.gelu, SiLU and BLOOM's GeLUFunction their input.
+std::uint64_t activation_bytes(const std::string& activation, std::uint64_t c, bool amp) {
+  if (activation == "gelu_new" || activation == "gelu_fast") return amp ? 4 + 4 + c + 4 : 4 * c;
+  // gpt-oss's clamped SwiGLU (GptOssExperts.forward), per gate element: the fused gate_up output
+  // both clamps keep (its up half counted as "up"), the clamped gate, sigmoid's output and
+  // up + 1; the product glu is the gate's output.
+  if (activation == "gpt_oss_swiglu") return 4 * c;
+  return c;
+}
+
+// ReLU's backward reads its output (threshold_backward(grad, result)), which is also the tensor
+// the next product or projection reads: one tensor kept, not two (OPT's fc1 -> ReLU -> fc2,
+// modeling_opt.py OPTDecoderLayer). Every other activation keeps its input.
+bool activation_keeps_output(const std::string& activation) { return activation == "relu"; }
+
+}  // namespace
+
+// unsloth's dequantisation of its largest 4-bit block linear (of block `layer`, or of all blocks
+// when -1): the 16-bit weight and fp32 absmax per 64-element block (unsloth/kernels/utils.py
+// fast_dequantize, WEIGHT_BUFFERS and ABSMAX_BUFFERS).
+std::uint64_t unsloth_dequantised_bytes(const model_spec& spec, std::uint64_t c, int layer) {
+  std::uint64_t largest = 0;
+  for (const auto& t : spec.tensors) {
+    if (t.layer >= 0 && (layer < 0 || t.layer == layer) && t.module == module_kind::linear &&
+        !t.is_bias)
+      largest = std::max(largest, t.numel());
+  }
+  return largest * c + largest / 64 * 4;
+}
+
+namespace {
+
+// What one block keeps under unsloth's fast LoRA path (unsloth/kernels/fast_lora.py LoRA_QKV,
+// LoRA_W, LoRA_MLP; rms_layernorm.py Fast_RMS_Layernorm; flash-attention, which takes K/V per
+// KV head).
+block_memory unsloth_block(const step_context& ctx, int layer_index) {
+  const auto& spec = ctx.spec;
+  const std::uint64_t t = ctx.tokens;
+  const std::uint64_t c = ctx.c;
+  const std::uint64_t h = spec.hidden_size;
+  const std::uint64_t q = spec.num_heads * spec.head_dim;
+  const std::uint64_t kv = spec.num_kv_heads * spec.head_dim;
+  const std::uint64_t i = spec.intermediate_size;
+  block_memory m;
+  // Each RMSNorm keeps its 16-bit input (the residual stream) and an fp32 inverse RMS a row.
+  const std::uint64_t norm = ctx.r * t * h + 4 * t;
+  // LoRA_QKV keeps the norm's output; Q, K and V, roped in place, are what flash-attention
+  // keeps with its output (LoRA_W's input) and an fp32 log-sum-exp per head and token; LoRA_MLP
+  // keeps the second norm's output and the gate and up projections (SwiGLU is recomputed).
+  m.saved = {norm, c * t * h, c * t * (q + 2 * kv), c * t * q, 4 * t * spec.num_heads,
+             norm, c * t * h, 2 * c * t * i};
+  // Qwen3's q_norm and k_norm run the same kernel over each head (models/qwen3.py).
+  if (spec.qk_norm)
+    m.saved.push_back(c * t * (q + kv) + 4 * t * (spec.num_heads + spec.num_kv_heads));
+  // Forward: the SwiGLU product and the down projection's output. Backward: the down
+  // projection's input gradient (made in place into the gate and up outputs after) and the
+  // incoming and outgoing hidden-width gradients; a 4-bit base is dequantised afresh for each
+  // backward matmul (fast_dequantize without the global buffer).
+  m.transient = c * t * i + c * t * h;
+  m.backward_transient = c * t * i + 2 * c * t * h;
+  if (ctx.quantized) m.backward_transient += unsloth_dequantised_bytes(spec, c, layer_index);
+  return m;
+}
+
+// What PEFT's IA3 adds to a target linear (tuners/ia3/layer.py Linear.forward), its vector in
+// the adapter dtype a. A feedforward target casts its input to a (a copy unless it is a
+// already), keeps it for the vector's gradient, and casts the scaled product back for the frozen
+// linear; any other target keeps the linear's output for the vector's gradient and scales it into
+// dtype max(a, c) before casting it back.
+void ia3_terms(block_memory& m, const step_context& ctx, const tensor_spec& w,
+               std::uint64_t in_elems, std::uint64_t input_bytes, bool& shared_saved) {
+  const std::uint64_t a = ctx.adapter_bytes;
+  if (ia3_scales_input(w)) {
+    if (a == input_bytes) {
+      shared_saved = true;
+    } else {
+      m.saved.push_back(in_elems * a);
+    }
+    m.transient = std::max(m.transient, in_elems * (a + input_bytes));
+    return;
+  }
+  const std::uint64_t out_elems = ctx.tokens * local_out(w, ctx.tp);
+  m.saved.push_back(out_elems * ctx.c);
+  m.transient = std::max(m.transient, out_elems * std::max(a, ctx.c));
+}
+
+}  // namespace
+
+block_memory block_memory_of(const step_context& ctx, int layer_index) {
+  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
+  const auto& spec = ctx.spec;
+  const std::uint64_t t = ctx.tokens;
+  const std::uint64_t th = ctx.h_tokens;  // tokens of hidden-width tensors
+  const std::uint64_t c = ctx.c;
+  const std::uint64_t h = spec.hidden_size;
+  // Under tensor parallelism each rank runs heads / t of the attention and i / t of the MLP.
+  const std::uint64_t heads = spec.num_heads / ctx.tp;
+  const std::uint64_t q = heads * spec.head_dim;
+  const std::uint64_t kv = spec.num_kv_heads / ctx.tp * spec.head_dim;
+  block_memory m;
+
+  // The block's linear weights, in order, with their trainability and adapters.
+  std::vector<const tensor_spec*> linears;
+  for_each_block_tensor(spec, parameter_block(spec, layer_index), [&](const tensor_spec& tensor) {
+    if (tensor.is_bias) return;
+    if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
+      linears.push_back(&tensor);
+      const std::uint64_t local = tensor_parallel_numel(tensor, ctx.tp);
+      // A 4-bit weight is dequantised to 16 bits for its matmul, forward and backward; one that
+      // Lightning quantised from fp16 (litgpt: fabric/plugins/precision/bitsandbytes.py
+      // quantize, `.to(dtype=torch.half)`) is dequantised to fp16 and converted again for bf16
+      // compute (bitsandbytes MatMul4Bit: dequantize_4bit(B).to(A.dtype)).
+      // An int8 weight runs its forward as an int8 matmul and is dequantised for the input
+      // gradient only, to the input's dtype (MatMul8bitLt.backward: state.CB.to(ctx.dtype_A)).
+      const std::uint64_t dequantised = ctx.int8_base ? local * (ctx.kbit_fp32_norms ? 4 : c)
+                                                      : local * c * (ctx.fp16_quant_state ? 2 : 1);
+      if (ctx.quantized && !ctx.int8_base) m.transient = std::max(m.transient, dequantised);
+      if (ctx.quantized) m.backward_transient = std::max(m.backward_transient, dequantised);
+      if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
+    }
+  });
+  // The linears of `role` reading an input of `input_bytes` per element over the tokens of `at`
+  // (the block's own, or the encoder's for cross-attention's keys and values).
+  auto feed_over = [&](const step_context& at, linear_role role, std::uint64_t input_bytes,
+                       bool& shared) {
+    // litgpt fuses q, k and v into one linear whose LoRA (LoRAQKVLinear) drops its input out
+    // once for all enabled projections (litgpt/lora.py).
+    const bool fused_qkv =
+        at.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
+    bool dropped_out = false;
+    for (const auto* w : linears) {
+      if (role_of(*w) == role) {
+        const bool adapter = lora_target(at.config, *w);
+        // Column-parallel layers read the hidden-width input (kept sequence-split under SP and
+        // all-gathered again for backward); row-parallel ones their rank's slice.
+        const std::uint64_t elems =
+            column_parallel(*w) ? at.h_tokens * tensor_in(*w) : at.tokens * local_in(*w, at.tp);
+        linear_input(m, at, elems, input_bytes, at.full, adapter, !(fused_qkv && dropped_out),
+                     shared);
+        dropped_out = dropped_out || adapter;
+        if (adapter && at.config.dora) dora_terms(m, at, *w);
+        if (ia3_target(at.config, *w)) ia3_terms(m, at, *w, elems, input_bytes, shared);
+        // LLaMA-Adapter v2's adapter_scale * (linear(x) + adapter_bias) keeps the sum for the
+        // scale's gradient.
+        if (at.config.finetune == finetune_kind::llama_adapter_v2)
+          m.saved.push_back(c * at.tokens * local_out(*w, at.tp));
+      }
+    }
+  };
+  auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
+    feed_over(ctx, role, input_bytes, shared);
+  };
+  // litgpt computes soft-capped attention by hand (litgpt/model.py CausalSelfAttention
+  // scaled_dot_product_attention: q @ k.mT, tanh cap, fp32 softmax cast back, @ v), whatever
+  // kernel is asked for.
+  // (T5's runs eager whatever is asked for: kernel_run.)
+  const bool softcap = spec.attention_softcap > 0;
+  const bool transformers = ctx.config.framework == framework_profile::transformers;
+  const attention_kernel kernel = kernel_run(spec, ctx.config.attention, transformers);
+  const bool eager = kernel == attention_kernel::eager ||
+                     (softcap && ctx.config.framework == framework_profile::litgpt);
+
+  // 1. The norm before attention; its output feeds the q/k/v projection(s).
+  // (OLMo 2 has none: the projections read the residual stream.)
+  bool input_saved = false;
+  if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, input_saved, th, 1);
+  if (input_saved) m.saved.push_back(ctx.r * th * h);
+  const std::uint64_t y1_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
+  bool y1_shared = false;
+  feed(linear_role::attention_in, y1_bytes, y1_shared);
+  if (spec.parallel_block && !spec.parallel_mlp_norm)
+    feed(linear_role::mlp_in, y1_bytes, y1_shared);
+  if (y1_shared) m.saved.push_back(y1_bytes * th * h);
+  if (holds_own_input(ctx, y1_bytes)) m.retained += y1_bytes * th * h;
+  // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
+  if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
+  // Qwen3's and Gemma 3's q_norm and k_norm take each head of the projections' outputs
+  // (modeling_qwen3.py Qwen3Attention: q_norm(q_proj(x).view(..., head_dim)) before RoPE).
+  // OLMo 2's span all heads at once: one row a token.
+  if (spec.qk_norm) {
+    const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
+    const std::uint64_t q_rows = spec.qk_norm_per_head ? heads : 1;
+    const std::uint64_t kv_rows = spec.qk_norm_per_head ? kv_heads : 1;
+    for (const auto& [width, rows] : {std::pair{q, q_rows}, std::pair{kv, kv_rows}}) {
+      bool kept = false;
+      norm_saves(m, ctx, width, c, kept, t, rows);
+      if (kept) m.saved.push_back(c * t * width);
+    }
+  }
+  // Llama 4's RoPE layers L2-normalise each head of the roped q and k in fp32 with no weight
+  // (Llama4TextL2Norm: x.float() * rsqrt(mean(x^2) + eps), cast back): the fp32 copies and an
+  // inverse norm a head. (Its complex RoPE and its NoPE layers' temperature scaling multiply by
+  // constants and keep only those.)
+  if (spec.layers[static_cast<std::size_t>(layer_index)].l2_qk_norm) {
+    const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
+    m.saved.push_back(4 * t * (q + kv) + 4 * t * (heads + kv_heads));
+  }
+  // DeepSeek's latent attention (DeepseekV3Attention): q_a_proj's and kv_a_proj_with_mqa's
+  // latents (16-bit outputs) go through their RMSNorms (whose fp32 weight, under autocast, makes
+  // the output fp32) into q_b_proj and kv_b_proj.
+  if (spec.mla) {
+    const auto& dims = spec.mla_dims;
+    for (const auto& [role, width] : {std::pair{linear_role::latent_q, dims.q_lora_rank},
+                                      std::pair{linear_role::latent_kv, dims.kv_lora_rank}}) {
+      if (width == 0) continue;  // a full-rank q_proj
+      bool kept = false;
+      norm_saves(m, ctx, width, c, kept, t, 1);
+      if (kept) m.saved.push_back(c * t * width);
+      bool shared = false;
+      feed(role, ctx.r, shared);
+      if (shared) m.saved.push_back(ctx.r * t * width);
+      if (holds_own_input(ctx, ctx.r)) m.retained += ctx.r * t * width;
+    }
+  }
+
+  // 2. Attention. SDPA's fused kernels keep q, k, v, the output and the log-sum-exp. PyTorch
+  // picks flash for 16-bit inputs and memory-efficient attention for fp32, which does not take
+  // grouped-query attention (enable_gqa), so fp32 GQA falls back to the math kernel
+  // (torch/backends/cuda sdp_utils: check_gqa / can_use_mem_efficient_attention), which
+  // materialises the scores like eager attention does. Eager attention keeps the fp32
+  // softmax, its 16-bit cast and K/V repeated to all heads.
+  // Ulysses attends over the whole sequence with heads / cp of the heads; otherwise a rank's
+  // queries meet its own tokens' keys (ring attention is refused with eager kernels).
+  const bool ulysses = ctx.cp > 1 && ctx.config.cp_kind == context_parallel_kind::ulysses;
+  const std::uint64_t scores =
+      ulysses ? ctx.config.micro_batch * (heads / ctx.cp) * ctx.config.seq_len * ctx.config.seq_len
+              : ctx.config.micro_batch * heads * ctx.seq * ctx.seq;
+  const bool math_sdpa =
+      kernel == attention_kernel::sdpa && !eager && sdpa_math_kernel(spec, c, transformers);
+  // A windowed layer's masked SDPA (sdpa_window_mask): the memory-efficient kernel keeps for
+  // backward the additive mask it converts the boolean one into, B x s x s in the query's dtype,
+  // in every such layer (aten convert_boolean_attn_mask).
+  const bool masked_sdpa =
+      transformers && kernel == attention_kernel::sdpa && !eager && !math_sdpa && ctx.cp == 1 &&
+      sdpa_window_mask(spec.layers[static_cast<std::size_t>(layer_index)], ctx.seq);
+  // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
+  // before SDPA; transformers passes enable_gqa, but only without a mask (use_gqa_in_sdpa),
+  // repeating K/V otherwise (litgpt/model.py CausalSelfAttention,
+  // torchtune/modules/attention.py MultiHeadAttention, transformers sdpa_attention.py).
+  const bool expanded_kv = (!transformers || masked_sdpa) && kv < q;
+  // Latent attention keeps its queries and keys (the rotary part concatenated to each head) and
+  // kv_b_proj's whole output, of which the values are a view; its values are v_head_dim wide.
+  const std::uint64_t values = spec.mla ? heads * spec.mla_dims.v_head_dim : q;
+  if (spec.mla) {
+    m.saved.push_back(
+        c * t * (2 * q + heads * (spec.mla_dims.qk_nope_head_dim + spec.mla_dims.v_head_dim)));
+  } else {
+    m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
+  }
+  // Values that are a view of a fused q/k/v output keep all of it alive (q + 2 kv), beside the
+  // roped q and k counted above as the projections' own outputs: q + kv more, unless K/V were
+  // repeated into copies (litgpt/model.py CausalSelfAttention: qkv.split, view, transpose, RoPE
+  // concatenated back; transformers modeling_gpt_neox.py, modeling_phi3.py; measured with
+  // tools/measure/saved_tensors.py: 6 B*h for the values' storage where separate projections
+  // keep 2).
+  const bool repeated_kv = expanded_kv || (eager && kv < q);
+  const bool fused_values = (ctx.config.framework == framework_profile::litgpt ||
+                             (transformers && spec.values_view_fused_qkv)) &&
+                            !spec.mla && !repeated_kv && !math_sdpa;
+  if (fused_values) m.saved.push_back(c * t * (q + kv));
+  // The tensors as large as the scores: kept for backward, or under selective recomputation
+  // (Korthikanti et al. 2022, Megatron-LM --recompute-granularity selective) recomputed in the
+  // block's backward.
+  std::uint64_t quadratic = 0;
+  const auto keep_quadratic = [&](std::uint64_t bytes) {
+    if (ctx.config.selective_recompute) {
+      quadratic += bytes;
+    } else {
+      m.saved.push_back(bytes);
+    }
+  };
+  // Eager attention over `elems` scores: the softmax output (fp32 under autocast or when the
+  // code asks for it, as litgpt's soft cap does) and the 16-bit tensor the product with V keeps:
+  // the softmax's cast back, or, with attention dropout, dropout's output, whose backward needs
+  // only its mask (the cast then lives only until dropout has run).
+  const auto eager_core = [&](std::uint64_t elems) {
+    const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
+    const std::uint64_t probs = fp32_softmax ? 4 : c;
+    keep_quadratic(probs * elems);
+    if (probs != c && spec.attention_dropout == 0) keep_quadratic(c * elems);
+    if (softcap) keep_quadratic(c * elems);                             // tanh keeps its output
+    if (spec.attention_dropout > 0) keep_quadratic(elems + c * elems);  // mask + output
+    m.transient = std::max(m.transient, 2 * c * elems);                 // scaled and masked scores
+  };
+  if (math_sdpa) {
+    // In fp32: q and k scaled by sqrt(scale), v (repeated to every head for fp32 GQA; one
+    // broadcast head when 16-bit inputs reach the math kernel unexpanded), the softmax output;
+    // the scores before it are the transient.
+    const bool broadcast = c != 4;
+    m.saved.push_back(4 * t * (q + 2 * (broadcast ? kv : q)));
+    keep_quadratic(4 * scores);
+    if (spec.attention_dropout > 0) keep_quadratic(scores + 4 * scores);  // mask + output
+    m.transient = std::max(m.transient, 4 * scores);
+  } else if (eager) {
+    if (kv < q && !expanded_kv) m.saved.push_back(2 * c * t * q);  // repeat_kv
+    eager_core(scores);
+  } else {
+    m.saved.push_back(c * t * values);  // output
+    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
+    if (masked_sdpa) m.saved.push_back(c * ctx.config.micro_batch * ctx.seq * ctx.seq);
+  }
+  m.masked_attention = masked_sdpa;
+  const bool adapter_block =
+      (ctx.config.finetune == finetune_kind::llama_adapter_v1 ||
+       ctx.config.finetune == finetune_kind::llama_adapter_v2) &&
+      static_cast<std::uint64_t>(layer_index) >= ctx.config.adapter_start_layer;
+  if (adapter_block) {
+    // LLaMA-Adapter: a second SDPA of the queries over the prompt's keys and values; its output
+    // (kept by the kernel and by the gate's product) and log-sum-exp. The prompt's own q/k/v
+    // are adapter_prompt_length rows.
+    m.saved.push_back(c * t * q);
+    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
+  }
+
+  // 3. Output projection (reads the attention output, made contiguous).
+  bool o_shared = false;
+  feed(linear_role::attention_out, c, o_shared);
+  if (o_shared) m.saved.push_back(c * t * values);
+  if (ctx.base_keeps_input) m.retained += c * t * values;
+  // Gemma 2's and 3's post_attention_layernorm and post_feedforward_layernorm normalise the
+  // attention's and the MLP's outputs before the residual adds.
+  const auto post_norm = [&] {
+    if (!spec.post_norms) return;
+    bool kept = false;
+    norm_saves(m, ctx, h, c, kept, th, 1);
+    if (kept) m.saved.push_back(c * th * h);
+  };
+  post_norm();
+
+  // 3b. Cross-attention (T5LayerCrossAttention): a norm; queries from it, keys and values from
+  // the encoder's output (the memory, B x s_enc tokens); eager scores over the encoder's
+  // positions (their position bias is the step's); the output projection.
+  const layer_spec& layer = spec.layers[static_cast<std::size_t>(layer_index)];
+  if (layer.cross_attention) {
+    bool x_saved = false;
+    norm_saves(m, ctx, h, ctx.r, x_saved, th, 1);
+    if (x_saved) m.saved.push_back(ctx.r * th * h);
+    const std::uint64_t x_bytes = norm_output_bytes(ctx, ctx.r);
+    bool xq_shared = false;
+    feed(linear_role::cross_query, x_bytes, xq_shared);
+    if (xq_shared) m.saved.push_back(x_bytes * th * h);
+    if (holds_own_input(ctx, x_bytes)) m.retained += x_bytes * th * h;
+    step_context memory = ctx;
+    memory.seq = ctx.memory_seq;
+    memory.tokens = ctx.memory_tokens;
+    memory.h_tokens = ctx.memory_tokens;
+    feed_over(memory, linear_role::cross_memory, x_bytes, m.keeps_memory);
+    m.saved.push_back(c * (t * q + 2 * ctx.memory_tokens * kv));  // its q, k and v
+    eager_core(ctx.config.micro_batch * heads * ctx.seq * ctx.memory_seq);
+    bool xo_shared = false;
+    feed(linear_role::cross_out, c, xo_shared);
+    if (xo_shared) m.saved.push_back(c * t * q);
+    if (ctx.base_keeps_input) m.retained += c * t * q;
+  }
+
+  // 4. MLP, after a second norm unless attention and MLP run in parallel.
+  std::uint64_t mlp_in_bytes = y1_bytes;
+  if (!spec.parallel_block || spec.parallel_mlp_norm) {
+    bool mid_saved = false;
+    if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, mid_saved, th, 1);
+    // A parallel block's own MLP norm reads the block's input, which the first norm may keep.
+    if (mid_saved && !(spec.parallel_block && input_saved)) m.saved.push_back(ctx.r * th * h);
+    mlp_in_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
+    bool y2_shared = false;
+    feed(linear_role::mlp_in, mlp_in_bytes, y2_shared);
+    if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
+    if (holds_own_input(ctx, mlp_in_bytes)) m.retained += mlp_in_bytes * th * h;
+  }
+  // A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
+  // its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
+  // so the gated MLP's saved tensors span k x the expert width plus the shared width. Llama 4's
+  // runs every token through all E experts (moe_spec::dense_dispatch).
+  const std::uint64_t experts_read = spec.moe.experts_run();
+  const std::uint64_t routed = layer.moe ? experts_read * spec.moe.expert_intermediate / ctx.tp : 0;
+  const std::uint64_t i =
+      layer.moe ? routed + spec.moe.shared_intermediate / ctx.tp : spec.intermediate_size / ctx.tp;
+  if (layer.moe) {
+    const std::uint64_t e = spec.moe.num_experts;
+    const std::uint64_t k = spec.moe.experts_per_token;
+    // The router's logits and their fp32 softmax (routing_weights, dtype=torch.float); the
+    // one-hot expert mask (int64) and the zeroed output being scattered into. DeepSeek's router
+    // scores in fp32 (its logits and their sigmoid, with the fp32 copy of its input when its
+    // weight trains) and scatters into an fp32 output (DeepseekV3MoE.moe: zeros_like(...,
+    // dtype=topk_weights.dtype)).
+    if (spec.moe.fp32_router) {
+      m.saved.push_back(8 * t * e + (ctx.full ? 4 * t * h : 0));
+      m.transient = std::max(m.transient, 8 * t * k * e + 4 * t * h);
+    } else if (spec.moe.dense_dispatch) {
+      // Llama4Router: the top-k logits scattered into -inf, their fp32 sigmoid (kept) cast back,
+      // and its transposed column (copied by reshape) that scales the repeated tokens.
+      m.saved.push_back(4 * t * e + c * t * e);
+      m.transient = std::max(m.transient, 2 * c * t * e);
+    } else {
+      m.saved.push_back(c * t * e + 4 * t * e);
+      m.transient = std::max(m.transient, 8 * t * k * e + c * t * h);
+    }
+    // Each expert's output is kept for the routing weight's gradient (the product with
+    // routing_weights: the weights need one whenever the block's input does, trained router or
+    // not). Under tensor parallelism it is a partial sum of the whole width, not a split.
+    // Llama 4 scales the experts' inputs instead: the product keeps the repeated tokens
+    // (hidden_states.repeat(E, 1)).
+    m.saved.push_back(c * t * experts_read * h);
+    if (ctx.full) {
+      // Trained experts keep the gathered tokens each expert reads (hidden_states[token_idx];
+      // Llama 4: the scaled repeated tokens), whole on every tensor-parallel rank.
+      m.saved.push_back(c * t * experts_read * h);
+      // Autocast casts every expert's slice of the fused fp32 weights per call (a view is not
+      // cached) and keeps the copy for the input gradient.
+      if (ctx.autocast_copies)
+        m.weight_copies.push_back(e * 3 * spec.moe.expert_intermediate * h * c / ctx.tp);
+    }
+  }
+  // bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), as MatMul8bitLt does
+  // (int8_scaled_mm(..., dtype=A.dtype)), so a quantised MLP runs in the dtype its norm hands it.
+  const std::uint64_t mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
+  // The activation's output, which the product (gated) or the down projection reads, is the
+  // tensor the activation itself keeps when it keeps its output.
+  const bool output_kept_by_activation = activation_keeps_output(spec.activation);
+  if (spec.gated_mlp) {
+    // What the gate's activation keeps (SiLU: its input), its output and up (the product's
+    // inputs).
+    const std::uint64_t own =
+        output_kept_by_activation
+            ? 0
+            : activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c);
+    m.saved.push_back((own + 2 * mlp_bytes) * t * i);
+  } else {
+    // litgpt runs its GELUs as one fused F.gelu (tanh or exact), keeping only the input.
+    m.saved.push_back(
+        (ctx.config.framework == framework_profile::litgpt
+             ? c
+             : activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c)) *
+        t * i);
+  }
+  // T5's feed-forward drops the activation out before `wo` (T5DenseActDense): its mask; the
+  // output is what `wo` reads. A `wo` kept fp32 gets the product cast to fp32 first (and, under
+  // autocast, cast back with a per-call 16-bit copy of the frozen weight).
+  const bool dropped_before_down = spec.encoder_decoder && spec.hidden_dropout > 0;
+  if (dropped_before_down) m.saved.push_back(t * i);
+  if (ctx.fp32_kept) {
+    const std::uint64_t cast_back = ctx.amp ? c * t * i + c * i * h : 0;
+    m.transient = std::max(m.transient, (mlp_bytes + 4) * t * i + cast_back + ctx.r * th * h);
+  }
+  bool down_shared = false;
+  feed(linear_role::mlp_out, mlp_bytes, down_shared);
+  // Trained routed experts keep their down projection's input (no linear module carries them).
+  if (layer.moe && ctx.full && !down_shared) down_shared = true;
+  // (A ReLU output read straight by the down projection is counted above, as the activation's.)
+  const bool down_reads_kept_output =
+      output_kept_by_activation && !spec.gated_mlp && !dropped_before_down;
+  if (down_shared && !down_reads_kept_output) m.saved.push_back(mlp_bytes * t * i);
+  if (holds_own_input(ctx, mlp_bytes)) m.retained += mlp_bytes * t * i;
+  post_norm();
+  // The residual dropout masks (bool), one per sublayer.
+  if (spec.hidden_dropout > 0) m.saved.push_back((layer.cross_attention ? 3 : 2) * th * h);
+
+  // Busiest moment besides what is saved: the MLP product before down-projection and the
+  // residual stream; during backward the gradients of the MLP's intermediates.
+  m.transient = std::max(m.transient, mlp_bytes * t * i + ctx.r * th * h);
+  m.backward_transient += 3 * mlp_bytes * t * i + 2 * ctx.r * th * h;
+  m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
+  // Selective recomputation: the attention core made again for its backward (as the kept
+  // tensors are alive there otherwise).
+  m.backward_transient = std::max(m.backward_transient, quadratic);
+  // Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
+  if (ctx.cp > 1) {
+    const std::uint64_t kv_chunk = c * t * 2 * kv;  // one rank's keys and values
+    if (ulysses) {
+      // DeepSpeed-Ulysses (deepspeed/sequence/layer.py single_all_to_all): the caller's q/k/v
+      // stay alive while each all-to-all makes a contiguous send copy, a receive buffer and a
+      // contiguous copy of it in the attention's layout (post_all2all); the backward
+      // all-to-alls the gradients the same way.
+      const std::uint64_t all_to_all = c * t * q + kv_chunk + 3 * c * t * q;
+      m.transient = std::max(m.transient, all_to_all);
+      m.backward_transient = std::max(m.backward_transient, all_to_all);
+    } else {
+      // TransformerEngine's ring (context_parallel.py AttnFuncWithCPAndKVP2P): the forward keeps
+      // cp K/V buffers (a copy of its own, then each received one; the last is saved) and every
+      // step's output until its loop ends, and corrects the output in fp32 before its 16-bit
+      // copy is returned; the backward holds dq, two buffers of K/V with their dK/dV, and one
+      // step's dq and dK/dV.
+      m.transient = std::max(m.transient, ctx.cp * kv_chunk + ctx.cp * c * t * q + 4 * t * q);
+      m.backward_transient = std::max(m.backward_transient, 2 * c * t * q + 5 * kv_chunk);
+    }
+  }
+  // torchtitan's per-op selective checkpointing (torchtitan/models/llama3/parallelize.py
+  // _apply_ac_to_transformer_block, selective_ac_option "op"): the block is checkpointed, but its
+  // forward keeps the outputs of the ops in _save_list — the attention kernel's (output and
+  // log-sum-exp) and aten.mm's, except every second matmul of the block. Its Llama runs wq, wk,
+  // wv, wo, w1 (gate), w3 (up), w2 (down), whatever a checkpoint fuses: the q, v, gate and down
+  // projections' outputs are kept, in the order they are made; k, o and up are recomputed.
+  // Under sequence parallelism the list's reduce_scatter_tensor keeps the attention's and the
+  // MLP's reduce-scattered outputs too.
+  if (ctx.config.framework == framework_profile::torchtitan && ctx.config.selective_recompute) {
+    const bool sp = ctx.config.sequence_parallel;
+    m.op_cache = {c * t * q, c * t * kv, c * t * values,
+                  4 * ctx.config.micro_batch * heads * ctx.seq};
+    if (sp) m.op_cache.push_back(c * th * h);  // o's output reduce-scattered
+    m.op_cache.push_back(c * t * i);
+    m.op_cache.push_back(c * t * h);
+    if (sp) m.op_cache.push_back(c * th * h);  // down's
+  }
+  if (ctx.config.finetune == finetune_kind::llama_adapter_v1 &&
+      static_cast<std::uint64_t>(layer_index) < ctx.config.adapter_start_layer) {
+    // Nothing below or in the block trains: it runs without a graph.
+    m.graph = false;
+    m.saved.clear();
+    m.retained = 0;
+    m.backward_transient = 0;
+  }
+  return m;
+}
+
+}  // namespace gpumem

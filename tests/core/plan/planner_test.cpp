@@ -1,0 +1,360 @@
+// The step-time model by hand, and the planner (LLMem's Algorithm 1) on every GPU preset.
+
+#include "gpumem/plan/planner.hpp"
+
+#include <doctest/doctest.h>
+
+#include "gpumem/model/config_parser.hpp"
+#include "gpumem/plan/step_time.hpp"
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+using nlohmann::json;
+
+struct tiny {
+  model_spec spec;
+  param_count counts;
+  cluster_spec cluster;
+};
+
+// hidden 64, 2 layers, 4 heads of 16 (2 KV heads), gated MLP 128, vocab 100, untied.
+tiny tiny_model(std::uint64_t gpus) {
+  const json config = {{"model_type", "llama"},    {"hidden_size", 64},
+                       {"intermediate_size", 128}, {"num_hidden_layers", 2},
+                       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                       {"vocab_size", 100},        {"tie_word_embeddings", false}};
+  tiny t;
+  t.spec = parse_model_config(config, {}, "c").value();
+  t.counts = count_params(t.spec).value();
+  t.cluster.gpu.fp16_dense_flops = 1e12;
+  t.cluster.gpu.link_bandwidth_bytes_per_s = 1e9;
+  t.cluster.gpus = gpus;
+  return t;
+}
+
+TEST_CASE("step time of an encoder-decoder: each stack over its own tokens, by hand") {
+  // One T5 block per stack: d_model 64, 4 heads of 16, ReLU MLP 128, vocab 100, untied.
+  const json config = {
+      {"model_type", "t5"}, {"d_model", 64},   {"d_kv", 16},        {"num_heads", 4},
+      {"d_ff", 128},        {"num_layers", 1}, {"vocab_size", 100}, {"tie_word_embeddings", false}};
+  tiny t;
+  t.spec = parse_model_config(config, {}, "c").value();
+  t.counts = count_params(t.spec).value();
+  t.cluster.gpu.fp16_dense_flops = 1e12;
+  t.cluster.gpus = 1;
+  step_time_options options;
+  options.recompute = 0.0;
+  options.target_len = 4;
+  // 8 encoder tokens: 2 x (q, k, v, o, wi, wo: 32768) each, attention 2 x 8 x 4 x 32 each; 4
+  // decoder tokens: 2 x (self, cross, MLP: 49152) and the head's 6400 each, attention 2 x 4 x
+  // 4 x 32 x (4 + 8) each. Per encoder token, forward and backward (3 forwards).
+  const double forward =
+      (8.0 * (2 * 32768 + 2 * 8 * 128) + 4.0 * (2 * (49152 + 6400) + 2 * 128 * 12)) / 8;
+  auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::single, 1, false}, 2,
+                              8, options);
+  CHECK(s.flops_per_token == doctest::Approx(3 * forward));
+}
+
+TEST_CASE("step time of a tiny model, by hand") {
+  tiny t = tiny_model(2);
+  REQUIRE(t.counts.total == 86848);
+  step_time_options options;
+  options.mfu = 0.5;
+  // Forward per token: 2 x 80448 (parameters outside the embedding table) + 2 layers x
+  // 2 x 128 x 4 heads x (16 + 16) = 226432; with recomputation 4 forwards.
+  const double flops_per_token = 4.0 * 226432;
+  const double tokens = 2.0 * 128;
+  const double compute = tokens * flops_per_token / 0.5e12;
+
+  SUBCASE("cdp: the gradient all-reduce hides behind backward") {
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.flops_per_token == doctest::Approx(flops_per_token));
+    CHECK(s.compute_s == doctest::Approx(compute));
+    CHECK(s.communication_s == doctest::Approx(2 * 86848 / 1e9));  // 2 (N-1)/N x 2 bytes x P
+    CHECK(s.exposed_communication_s == doctest::Approx(0));
+    CHECK(s.tokens_per_s == doctest::Approx(2 * tokens / compute));
+    CHECK(s.tokens_per_s_per_gpu == doctest::Approx(tokens / compute));
+  }
+  SUBCASE("adp: 1.5x the volume, hidden behind compute") {
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::adp, 1, false}, 2,
+                                128, options);
+    CHECK(s.communication_s == doctest::Approx(3 * 0.5 * 2 * 86848 / 1e9));
+    CHECK(s.step_s == doctest::Approx(compute));
+  }
+  SUBCASE("tp: every Linear's all-reduce and gather on the critical path") {
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::tp, 2, false}, 2,
+                                128, options);
+    // Per layer: outputs 64+32+32+64+128+128+64 = 512, inputs 6 x 64 + 128 = 512; two forwards
+    // all-reduce 2 x tokens x out bytes each, backward gathers tokens x in.
+    const double bytes = 2 * tokens * (4.0 * 512 + 512);
+    CHECK(s.communication_s == doctest::Approx(bytes / 1e9));
+    CHECK(s.step_s == doctest::Approx(compute / 2 + bytes / 1e9));
+    CHECK(s.tokens_per_s == doctest::Approx(tokens / (compute / 2 + bytes / 1e9)));
+  }
+  SUBCASE("adp with context parallelism 2: half the tokens a rank, the ring beside attention") {
+    parallel_config ring{parallel_method::adp, 1, false};
+    ring.cp = 2;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, ring, 2, 128, options);
+    const double rank_compute = compute / 2;
+    // Each layer passes a rank's K/V (128 tokens x 2 KV heads x (16 + 16) x 2 bytes) once in
+    // each of the two forwards and twice in backward (K/V and dK/dV); attention's share of the
+    // compute (2 x 128 x 4 x 32 of 226432 forward FLOPs a token) hides part of it.
+    const double ring_s = 2 * 1 * (128.0 * 64 * 2) * 4 / 1e9;
+    const double attention_s = rank_compute * 65536 / 226432;
+    const double dp_s = 3 * 0.5 * 2 * 86848 / 1e9;
+    CHECK(s.compute_s == doctest::Approx(rank_compute));
+    CHECK(s.communication_s == doctest::Approx(dp_s + ring_s));
+    CHECK(s.exposed_communication_s == doctest::Approx(dp_s - rank_compute + ring_s - attention_s));
+    CHECK(s.tokens_per_s == doctest::Approx(2 * 128.0 / s.step_s));
+  }
+  SUBCASE("no recomputation: three forwards' worth") {
+    options.recompute = 0.0;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.flops_per_token == doctest::Approx(3.0 * 226432));
+  }
+  SUBCASE("torchtitan's per-op checkpoint recomputes k, o and up") {
+    // 2 layers x 2 x 64 x (32 + 64 + 128) FLOPs a token of the 226432 a forward.
+    options.recompute = per_op_recompute_share(t.spec, t.counts, 128, false);
+    CHECK(options.recompute == doctest::Approx(57344.0 / 226432));
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.flops_per_token == doctest::Approx(3.0 * 226432 + 57344));
+  }
+}
+
+TEST_CASE("candidate methods") {
+  auto names = [](std::uint64_t gpus) {
+    std::string out;
+    for (const auto& c : candidate_methods(gpus))
+      out += std::string(method_name(c.method)) + std::to_string(c.tp) + " ";
+    return out;
+  };
+  CHECK(names(1) == "single1 ");
+  CHECK(names(2) == "cdp1 adp1 tp2 ");
+  CHECK(names(6) == "cdp1 adp1 tp6 dp_tp2 dp_tp3 ");
+  CHECK(names(8) == "cdp1 adp1 tp8 dp_tp2 dp_tp4 ");
+}
+
+json plan_request(const std::string& model, const std::string& gpu, std::uint64_t gpus) {
+  return {{"api_version", 1},
+          {"command", "plan"},
+          {"mode", "llmem"},
+          {"model", model},
+          {"cluster", {{"gpu", gpu}, {"gpus", gpus}}},
+          {"workload", {{"seq_len", 512}}}};
+}
+
+TEST_CASE("plan answers for 1-8 GPUs on every GPU preset, and chooses the fastest that fits") {
+  const json gpus = test::call({{"command", "gpus"}}).at("result").at("gpus");
+  int plans = 0;
+  for (const auto& gpu : gpus) {
+    for (std::uint64_t n = 1; n <= 8; ++n) {
+      const json r = test::call(plan_request("facebook/opt-1.3b", gpu.at("id"), n));
+      CAPTURE(gpu.at("id"));
+      CAPTURE(n);
+      REQUIRE(r.at("ok") == true);
+      const json& plan = r.at("result");
+      CHECK(plan.at("candidates").size() == candidate_methods(n).size());
+      CHECK_FALSE(plan.at("reason").get<std::string>().empty());
+      if (plan.at("choice").is_null()) {
+        CHECK(plan.at("offload").is_object());
+        continue;
+      }
+      const json& choice = plan.at("choice");
+      CHECK(choice.at("max_micro_batch").get<std::uint64_t>() > 0);
+      for (const auto& c : plan.at("candidates")) {
+        // Speeds within 1 % tie (broken by the more sequences per GPU).
+        if (c.at("fits") == true)
+          CHECK(c.at("tokens_per_s").get<double>() <=
+                1.01 * choice.at("tokens_per_s").get<double>());
+        if (c.at("fits") == true)
+          CHECK(c.at("peak_bytes").get<std::uint64_t>() <=
+                gpu.at("memory_bytes").get<std::uint64_t>());
+      }
+      ++plans;
+    }
+  }
+  CHECK(plans > 100);
+}
+
+TEST_CASE("when nothing fits, the plan names the offload that would") {
+  const json r = test::call(plan_request("facebook/opt-6.7b", "t4", 1));
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  CHECK(plan.at("choice").is_null());
+  const json& offload = plan.at("offload");
+  REQUIRE(offload.is_object());
+  const json& single = plan.at("candidates")[0].at("per_gpu")[0];
+  CHECK(offload.at("gpu_peak_bytes").get<std::uint64_t>() +
+            offload.at("host_bytes_per_gpu").get<std::uint64_t>() ==
+        single.at("peak_bytes").get<std::uint64_t>());
+  // The optimizer states alone are 2 x R(4n) per tensor: at least 8 bytes per parameter.
+  CHECK(offload.at("host_bytes_per_gpu").get<std::uint64_t>() > 8ULL * 6000000000ULL);
+  CHECK(plan.at("reason").get<std::string>().find("Nothing fits at micro-batch 1") == 0);
+}
+
+TEST_CASE("a plan's chosen batch is the estimate's largest fitting batch") {
+  const json r = test::call(plan_request("facebook/opt-350m", "rtx-2060", 1));
+  REQUIRE(r.at("ok") == true);
+  const json& choice = r.at("result").at("choice");
+  REQUIRE(choice.is_object());
+  const std::uint64_t batch = choice.at("max_micro_batch");
+  auto fits = [](std::uint64_t b) {
+    json e = {{"command", "estimate"},
+              {"mode", "llmem"},
+              {"model", "facebook/opt-350m"},
+              {"cluster", {{"gpu", "rtx-2060"}}},
+              {"workload", {{"micro_batch", b}, {"seq_len", 512}}}};
+    return test::call(e).at("result").at("fits").get<bool>();
+  };
+  CHECK(fits(batch));
+  CHECK_FALSE(fits(batch + 1));
+}
+
+TEST_CASE("detailed plans: data- and tensor-parallel candidates, each at its largest batch") {
+  json request = {{"command", "plan"},
+                  {"model", "meta-llama/Llama-3.2-1B"},
+                  {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+                  {"workload", {{"seq_len", 1024}}}};
+  const json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  CHECK(plan.at("mode") == "detailed");
+  std::string names;
+  for (const auto& c : plan.at("candidates")) names += c.at("method").get<std::string>() + " ";
+  // The last: ZeRO-3 over 2 groups of 2 tensor-parallel GPUs (DP+TP).
+  CHECK(names ==
+        "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op tensor_parallel pipeline zero3 ");
+  CHECK(plan.at("candidates").back().at("tp") == 2);
+  REQUIRE(plan.at("choice").is_object());
+  for (const auto& c : plan.at("candidates")) {
+    if (c.at("fits") != true) continue;
+    const std::uint64_t batch = c.at("max_micro_batch");
+    auto device_used = [&](std::uint64_t b) {
+      json e = {{"command", "estimate"},
+                {"model", "meta-llama/Llama-3.2-1B"},
+                {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+                {"parallel", json{{"method", c.at("method")}}},
+                {"workload", {{"micro_batch", b}, {"seq_len", 1024}}}};
+      if (c.at("sequence_parallel") == true) e["parallel"]["sequence_parallel"] = true;
+      if (c.at("tp") > 1 && c.at("method") != "tensor_parallel") e["parallel"]["tp"] = c.at("tp");
+      if (c.at("method") == "pipeline") e["parallel"]["micro_batches"] = 16;  // 4 per stage
+      return test::call(e).at("result");
+    };
+    CAPTURE(c.at("method"));
+    CAPTURE(c.at("tp"));
+    CHECK(device_used(batch).at("fits") == true);
+    CHECK(device_used(batch + 1).at("fits") == false);
+    CHECK(device_used(batch).at("peak_bytes") == c.at("peak_bytes"));
+  }
+  // More sharding never needs more memory per GPU at the same batch.
+  const auto peak = [&](const char* method) {
+    for (const auto& c : plan.at("candidates")) {
+      if (c.at("method") == method) return c.at("max_micro_batch").get<std::uint64_t>();
+    }
+    return std::uint64_t{0};
+  };
+  CHECK(peak("zero3") >= peak("zero2"));
+  CHECK(peak("zero2") >= peak("zero1"));
+  CHECK(peak("zero1") >= peak("ddp"));
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("detailed plans skip tensor parallelism where it cannot run, and say why") {
+  // Llama-3.2-1B has 8 key/value heads: no 16-way TP.
+  json request = {{"command", "plan"},
+                  {"model", "meta-llama/Llama-3.2-1B"},
+                  {"cluster", {{"gpu", "a100-sxm4-80gb"}, {"gpus", 16}}},
+                  {"workload", {{"seq_len", 1024}}}};
+  json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  auto tensor_parallel = [](const json& result) {
+    for (const auto& c : result.at("candidates")) {
+      if (c.at("method") == "tensor_parallel") return c;
+    }
+    return json();
+  };
+  const json tp = tensor_parallel(r.at("result"));
+  CHECK(tp.at("method") == "tensor_parallel");
+  CHECK(tp.at("valid") == false);
+  CHECK(tp.at("note").get<std::string>().find("key/value heads (8)") != std::string::npos);
+  CHECK(r.at("result").at("choice").at("method") != "tensor_parallel");
+  // Across nodes: TP's per-block all-reduces would cross the network.
+  request["cluster"] = {{"gpu", "a100-sxm4-80gb"}, {"gpus", 8}, {"gpus_per_node", 4}};
+  r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  CHECK(tensor_parallel(r.at("result")).at("valid") == false);
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("detailed plans split sequences that fit one at a time at best over context ranks") {
+  // 65,536 tokens of Llama-3.2-1B on 4 A100 40GB: only tensor parallelism fits, one sequence.
+  json request = {{"command", "plan"},
+                  {"model", "meta-llama/Llama-3.2-1B"},
+                  {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+                  {"workload", {{"seq_len", 65536}, {"grad_ckpt", true}}}};
+  const json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  std::string context;
+  for (const auto& c : plan.at("candidates")) {
+    if (c.at("cp") == 1) continue;
+    context += c.at("method").get<std::string>() + " cp " + std::to_string(c.at("cp").get<int>()) +
+               (c.at("fits") == true ? " fits; " : "; ");
+    if (c.at("fits") != true) continue;
+    // The candidate's figure is the estimate's for the same layout.
+    json e = {
+        {"command", "estimate"},
+        {"model", "meta-llama/Llama-3.2-1B"},
+        {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+        {"parallel", {{"method", c.at("method")}, {"cp", c.at("cp")}}},
+        {"workload",
+         {{"micro_batch", c.at("max_micro_batch")}, {"seq_len", 65536}, {"grad_ckpt", true}}}};
+    CHECK(test::call(e).at("result").at("peak_bytes") == c.at("peak_bytes"));
+  }
+  CHECK(context == "fsdp_full_shard cp 2; fsdp_full_shard cp 4 fits; ");
+  CHECK(plan.at("choice").at("cp") == 4);
+  CHECK(plan.at("choice").at("reason").get<std::string>().find(
+            "micro-batch 1 per group of 4 GPUs") != std::string::npos);
+  // At 16,384 tokens one sequence fits per GPU without it: context parallelism then ties at
+  // best (the same sequences per GPU at the same speed) and the plain method stays the choice.
+  request["workload"]["seq_len"] = 16384;
+  const json tie = test::call(request);
+  CHECK(tie.at("result").at("choice").at("cp") == 1);
+  // Shorter sequences that fit several at a time leave context parallelism out.
+  request["workload"]["seq_len"] = 1024;
+  const json short_plan = test::call(request);
+  for (const auto& c : short_plan.at("result").at("candidates")) CHECK(c.at("cp") == 1);
+  // torchtitan splits sequences over context ranks too (its ring attention) and pairs tensor
+  // parallelism with FSDP (its 2D parallelism); ZeRO is not its.
+  request["workload"] = {
+      {"seq_len", 65536}, {"grad_ckpt", true}, {"finetune", "full"}, {"framework", "torchtitan"}};
+  const json titan = test::call(request);
+  REQUIRE(titan.at("ok") == true);
+  bool split = false;
+  bool two_d = false;
+  for (const auto& c : titan.at("result").at("candidates")) {
+    split = split || (c.at("cp") != 1 && c.at("fits") == true);
+    if (c.at("method") == "zero3") CHECK(c.at("fits") == false);
+    two_d = two_d || (c.at("tp") != 1 && c.at("method") == "fsdp_full_shard");
+  }
+  CHECK(split);
+  CHECK(two_d);
+}
+
+}  // namespace
+}  // namespace gpumem
