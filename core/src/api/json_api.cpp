@@ -8,6 +8,7 @@
 #include "api/estimate_json.hpp"
 #include "api/inference_json.hpp"
 #include "api/model_json.hpp"
+#include "api/model_resolver.hpp"
 #include "api/number_text.hpp"
 #include "api/request_reader.hpp"
 #include "api/training_json.hpp"
@@ -117,97 +118,21 @@ std::string respond(const std::string& command, ordered_json result, const order
   return serialized(out);
 }
 
-struct resolved_model {
-  model_spec spec;
-  ordered_json identity;  // id / name / source of the config
-};
-
-// `model`: a preset id, {"preset": id}, or {"config": {...}} with optional name, task_head
-// and num_labels.
-result<resolved_model> resolve_model(const json& request) {
-  if (!request.contains("model")) {
-    return error{"request.missing_field", "model",
-                 "[model] is required: a preset id such as \"meta-llama/Llama-2-7b-hf\", or "
-                 "{\"config\": {...config.json...}}"};
-  }
-  const json& model = request.at("model");
-  if (model.is_object() && model.contains("name") && !model.at("name").is_string()) {
-    return error{"request.invalid_type", "model.name",
-                 "[model.name] must be a string, got " + model.at("name").dump()};
-  }
-  model_options options;
-  ordered_json identity;
-  json config;
-  std::string config_field = "model.config";
-  if (model.is_string() || (model.is_object() && model.contains("preset"))) {
-    const json& id = model.is_string() ? model : model.at("preset");
-    const std::string field = model.is_string() ? "model" : "model.preset";
-    if (model.is_object()) {
-      if (auto e = unknown_keys(model, "model", {"preset", "task_head", "num_labels"})) return *e;
-    }
-    if (!id.is_string()) {
-      return error{"request.invalid_type", field, "[" + field + "] must be a preset id string"};
-    }
-    auto preset = find_model_preset(id.get<std::string>(), field);
-    if (!preset.ok()) return preset.failure();
-    const json& found = preset.value();
-    for (const char* key : {"id", "family", "published_params", "source"}) {
-      identity[key] = ordered_json(found.at(key));
-    }
-    config = found.at("config");
-  } else if (model.is_object() && model.contains("config")) {
-    if (auto e = unknown_keys(model, "model", {"config", "name", "task_head", "num_labels"})) {
-      return *e;
-    }
-    config = model.at("config");
-    identity["name"] = model.value("name", "custom config.json");
-  } else {
-    return error{"request.invalid_type", "model",
-                 "[model] must be a preset id string, {\"preset\": id} or {\"config\": {...}}"};
-  }
-  if (model.is_object()) {
-    if (model.contains("task_head")) {
-      const json& head = model.at("task_head");
-      if (!head.is_string() || !is_task_head(head.get<std::string>())) {
-        return error{"request.invalid_value", "model.task_head",
-                     "[model.task_head] must be one of base, masked_lm, pretraining, "
-                     "sequence_classification, token_classification, question_answering; got " +
-                         head.dump()};
-      }
-      options.task_head = head.get<std::string>();
-    }
-    if (model.contains("num_labels")) {
-      const json& labels = model.at("num_labels");
-      if (!labels.is_number_integer() || labels.get<std::int64_t>() < 1 ||
-          labels.get<std::int64_t>() > 1000000) {
-        return error{"request.invalid_value", "model.num_labels",
-                     "[model.num_labels] must be an integer in 1..1000000, got " + labels.dump()};
-      }
-      options.num_labels = labels.get<std::uint64_t>();
-    }
-  }
-  auto spec = parse_model_config(config, options, config_field);
-  if (!spec.ok()) return spec.failure();
-  return resolved_model{std::move(spec.value()), std::move(identity)};
-}
-
 std::string params_command(const json& request) {
   if (auto e = unknown_keys(request, "", {"api_version", "command", "model"})) {
     return respond_error(*e);
   }
   auto model = resolve_model(request);
   if (!model.ok()) return respond_error(model.failure());
-  auto counts = count_params(model.value().spec);
-  if (!counts.ok()) return respond_error(counts.failure());
-  ordered_json result = params_json(model.value().spec, counts.value());
-  result["model"].insert(model.value().identity.begin(), model.value().identity.end());
-  return respond("params", std::move(result), ordered_json(model.value().spec.warnings));
+  const resolved_model& m = *model.value();
+  ordered_json result = params_json(m.spec, m.counts);
+  result["model"].insert(m.identity.begin(), m.identity.end());
+  return respond("params", std::move(result), ordered_json(m.spec.warnings));
 }
 
 // The parts every training request shares, read and checked.
 struct training_context {
-  resolved_model model;
-  param_count counts;
+  std::shared_ptr<const resolved_model> model;
   cluster_spec cluster;
   plan_settings settings;
   std::vector<std::string> warnings;
@@ -218,22 +143,19 @@ result<training_context> read_training(const json& request) {
   if (!mode.ok()) return mode.failure();
   auto model = resolve_model(request);
   if (!model.ok()) return model.failure();
-  auto counts = count_params(model.value().spec);
-  if (!counts.ok()) return counts.failure();
   auto cluster =
       read_cluster(request, mode.value() == "detailed" ? default_detailed_headroom : 0.0);
   if (!cluster.ok()) return cluster.failure();
   auto settings = read_options(request);
   if (!settings.ok()) return settings.failure();
-  std::vector<std::string> warnings = model.value().spec.warnings;
-  return training_context{std::move(model.value()), counts.value(), cluster.value(),
-                          settings.value(), std::move(warnings)};
+  std::vector<std::string> warnings = model.value()->spec.warnings;
+  return training_context{model.value(), cluster.value(), settings.value(), std::move(warnings)};
 }
 
 ordered_json model_identity(const training_context& c) {
-  ordered_json out = c.model.identity;
-  out["architecture"] = c.model.spec.architecture;
-  out["total_params"] = c.counts.total;
+  ordered_json out = c.model->identity;
+  out["architecture"] = c.model->spec.architecture;
+  out["total_params"] = c.model->counts.total;
   return out;
 }
 
@@ -269,7 +191,7 @@ bool is_inference(const json& request) {
 std::string inference_estimate(const json& request, training_context& c) {
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
-  auto fields = inference_estimate_json(request, c.model.spec, c.cluster, metric.value(),
+  auto fields = inference_estimate_json(request, c.model->spec, c.cluster, metric.value(),
                                         c.settings.timeline_samples, c.warnings);
   if (!fields.ok()) return respond_error(fields.failure());
   ordered_json result;
@@ -290,7 +212,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   options.metric = metric.value();
   options.timeline_samples = c.settings.timeline_samples;
   options.max_micro_batch = c.settings.max_micro_batch;
-  auto fields = training_estimate_json(request, c.model.spec, c.cluster, options, c.warnings);
+  auto fields = training_estimate_json(request, c.model->spec, c.cluster, options, c.warnings);
   if (!fields.ok()) return respond_error(fields.failure());
   ordered_json result;
   result["mode"] = "detailed";
@@ -318,22 +240,22 @@ std::string estimate_command(const json& request) {
   }
   auto parallel = read_parallel(request);
   if (!parallel.ok()) return respond_error(parallel.failure());
-  auto workload = read_training_workload(request, c.model.spec, false, c.warnings);
+  auto workload = read_training_workload(request, c.model->spec, false, c.warnings);
   if (!workload.ok()) return respond_error(workload.failure());
-  if (auto e = check_training_size(c.model.spec, workload.value().micro_batch,
+  if (auto e = check_training_size(c.model->spec, workload.value().micro_batch,
                                    workload.value().seq_len, false)) {
     return respond_error(*e);
   }
-  auto model = prepare_llmem(c.model.spec);
+  auto model = prepare_llmem(c.model->spec);
   if (!model.ok()) return respond_error(model.failure());
-  auto fixed = llmem_fixed_terms(c.model.spec, model.value(), c.cluster, parallel.value(),
+  auto fixed = llmem_fixed_terms(c.model->spec, model.value(), c.cluster, parallel.value(),
                                  workload.value().seq_len);
   if (!fixed.ok()) return respond_error(fixed.failure());
   for (const auto& w : model.value().warnings) c.warnings.push_back(w);
   const auto rank = llmem_estimate(model.value(), fixed.value(), c.cluster,
                                    workload.value().micro_batch, workload.value().seq_len);
   const auto speed =
-      estimate_step_time(c.model.spec, c.counts, c.cluster, fixed.value().parallel,
+      estimate_step_time(c.model->spec, c.model->counts, c.cluster, fixed.value().parallel,
                          workload.value().micro_batch, workload.value().seq_len, c.settings.speed);
   ordered_json result;
   result["mode"] = "llmem";
@@ -370,10 +292,10 @@ std::string plan_command(const json& request) {
   const bool detailed = read_mode(request).value() == "detailed";
   if (c.settings.timeline_samples > 0) return respond_error(timeline_refused("a plan"));
   if (detailed) {
-    if (auto e = check_plan_size(c.model.spec, "a plan")) return respond_error(*e);
+    if (auto e = check_plan_size(c.model->spec, "a plan")) return respond_error(*e);
   }
   if (detailed && is_inference(request)) {
-    auto fields = inference_plan_json(request, c.model.spec, c.cluster, c.warnings);
+    auto fields = inference_plan_json(request, c.model->spec, c.cluster, c.warnings);
     if (!fields.ok()) return respond_error(fields.failure());
     ordered_json result;
     result["mode"] = "detailed";
@@ -389,18 +311,18 @@ std::string plan_command(const json& request) {
   result<plan_result> plan = error{};
   std::uint64_t target_len = 0;  // encoder-decoders: the decoder's length
   if (detailed) {
-    auto workload = read_detailed_workload(request, c.model.spec, true, c.warnings);
+    auto workload = read_detailed_workload(request, c.model->spec, true, c.warnings);
     if (!workload.ok()) return respond_error(workload.failure());
     options.seq_len = workload.value().seq_len;
     options.fixed_micro_batch = workload.value().micro_batch;
     workload.value().micro_batch = 1;
     target_len = decoder_len(workload.value());
-    plan = plan_detailed(c.model.spec, c.counts, c.cluster, workload.value(), options);
+    plan = plan_detailed(c.model->spec, c.model->counts, c.cluster, workload.value(), options);
   } else {
-    auto workload = read_training_workload(request, c.model.spec, true, c.warnings);
+    auto workload = read_training_workload(request, c.model->spec, true, c.warnings);
     if (!workload.ok()) return respond_error(workload.failure());
     options.seq_len = workload.value().seq_len;
-    plan = plan_llmem(c.model.spec, c.counts, c.cluster, options);
+    plan = plan_llmem(c.model->spec, c.model->counts, c.cluster, options);
   }
   if (!plan.ok()) return respond_error(plan.failure());
   for (const auto& w : plan.value().warnings) c.warnings.push_back(w);
@@ -410,7 +332,7 @@ std::string plan_command(const json& request) {
   result["model"] = model_identity(c);
   result["cluster"] = cluster_json(c.cluster);
   result["workload"] = {{"phase", "train"}, {"seq_len", options.seq_len}};
-  if (detailed && c.model.spec.encoder_decoder) result["workload"]["target_len"] = target_len;
+  if (detailed && c.model->spec.encoder_decoder) result["workload"]["target_len"] = target_len;
   if (!detailed) result["notes"] = llmem_component_notes();
   return respond("plan", std::move(result), ordered_json(c.warnings));
 }

@@ -61,7 +61,7 @@ void read_gpu_fields(config_reader& in, gpu_spec& gpu) {
   gpu.name = in.text("name", gpu.name);
 }
 
-result<gpu_spec> gpu_from_preset(const std::string& id, const std::string& field) {
+result<gpu_spec> read_gpu_preset(const std::string& id, const std::string& field) {
   const json preset = find_gpu_preset(id);
   if (preset.is_discarded()) {
     std::string ids;
@@ -75,6 +75,18 @@ result<gpu_spec> gpu_from_preset(const std::string& id, const std::string& field
   config_reader in(preset, "preset " + id, "preset");
   read_gpu_fields(in, gpu);
   if (auto problem = in.problem("in presets/gpus.json")) return *problem;
+  return gpu;
+}
+
+// A GPU preset as read, kept: presets are data that do not change while the core runs (each
+// request read its JSON again).
+result<gpu_spec> gpu_from_preset(const std::string& id, const std::string& field) {
+  static thread_local std::vector<gpu_spec> read;
+  for (const auto& gpu : read) {
+    if (gpu.id == id) return gpu;
+  }
+  auto gpu = read_gpu_preset(id, field);
+  if (gpu.ok()) read.push_back(gpu.value());
   return gpu;
 }
 

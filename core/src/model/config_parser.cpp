@@ -70,6 +70,10 @@ const std::vector<std::string>& supported_model_types() {
 
 void index_block_tensors(model_spec& spec) {
   spec.block_tensors.assign(spec.layers.size(), {});
+  for (auto& t : spec.tensors) {
+    t.flow = linear_role::unknown;
+    t.flow = linear_role_of(t);
+  }
   for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
     const int layer = spec.tensors[i].layer;
     if (layer >= 0 && static_cast<std::size_t>(layer) < spec.layers.size())

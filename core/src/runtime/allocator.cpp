@@ -27,24 +27,30 @@ std::uint64_t allocator_segment_size(std::uint64_t bytes) {
 }
 
 void caching_allocator::insert_free(int index) {
-  const block& b = blocks_[static_cast<std::size_t>(index)];
-  pool(b.small_pool).insert({b.size, index});
-  free_at_[{b.segment, b.offset}] = index;
-  if (b.offset == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)])
-    whole_free_.insert(index);
+  block& b = blocks_[static_cast<std::size_t>(index)];
+  free_list& free = pool(b.small_pool);
+  const std::pair<std::uint64_t, int> key{b.size, index};
+  free.insert(std::lower_bound(free.begin(), free.end(), key), key);
+  b.whole = b.offset == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)];
+  if (b.whole) whole_free_.push_back(index);
 }
 
 void caching_allocator::erase_free(int index) {
-  const block& b = blocks_[static_cast<std::size_t>(index)];
-  pool(b.small_pool).erase({b.size, index});
-  free_at_.erase({b.segment, b.offset});
-  whole_free_.erase(index);
+  block& b = blocks_[static_cast<std::size_t>(index)];
+  free_list& free = pool(b.small_pool);
+  const auto at = std::lower_bound(free.begin(), free.end(), std::make_pair(b.size, index));
+  if (at != free.end() && at->second == index) free.erase(at);
+  if (b.whole) {
+    whole_free_.erase(std::find(whole_free_.begin(), whole_free_.end(), index));
+    b.whole = false;
+  }
 }
 
 int caching_allocator::take(std::uint64_t size, bool small_pool) {
-  // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block).
-  free_set& free = pool(small_pool);
-  const auto fit = free.lower_bound({size, -1});
+  // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block): the
+  // smallest at least as large, the earliest made among equals.
+  free_list& free = pool(small_pool);
+  const auto fit = std::lower_bound(free.begin(), free.end(), std::make_pair(size, -1));
   int chosen = 0;
   if (fit == free.end()) {  // a new segment (cudaMalloc)
     const std::uint64_t segment = allocator_segment_size(size);
@@ -60,14 +66,21 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
     erase_free(chosen);
     blocks_[static_cast<std::size_t>(chosen)].free = false;
   }
-  // Split off the remainder when it is large enough to be useful (should_split).
-  block& used = blocks_[static_cast<std::size_t>(chosen)];
-  const std::uint64_t remaining = used.size - size;
+  // Split off the remainder when it is large enough to be useful (should_split): a free block
+  // right after it in its segment.
+  const std::uint64_t remaining = blocks_[static_cast<std::size_t>(chosen)].size - size;
   if (small_pool ? remaining >= allocator_block_round : remaining > allocator_small_size) {
+    const int rest_index = static_cast<int>(blocks_.size());
+    block& used = blocks_[static_cast<std::size_t>(chosen)];
     used.size = size;
-    const block rest{used.segment, used.offset + size, remaining, small_pool, true};
+    block rest{used.segment, used.offset + size, remaining, small_pool, true};
+    rest.prev = chosen;
+    rest.next = used.next;
     blocks_.push_back(rest);
-    insert_free(static_cast<int>(blocks_.size() - 1));
+    block& again = blocks_[static_cast<std::size_t>(chosen)];  // (push_back may move the blocks)
+    if (again.next >= 0) blocks_[static_cast<std::size_t>(again.next)].prev = rest_index;
+    again.next = rest_index;
+    insert_free(rest_index);
   }
   const block& taken = blocks_[static_cast<std::size_t>(chosen)];
   allocated_ += taken.size;
@@ -76,9 +89,9 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
 }
 
 void caching_allocator::release_free_segments() {
-  // A wholly free segment is one free block at its start as large as the segment. (In the order
-  // of their segments, as a scan of the free blocks would give them back.)
-  std::vector<int> whole(whole_free_.begin(), whole_free_.end());
+  // A wholly free segment is one free block at its start as large as the segment; they are given
+  // back in the order of their segments.
+  std::vector<int> whole = whole_free_;
   std::sort(whole.begin(), whole.end(), [&](int a, int b) {
     return blocks_[static_cast<std::size_t>(a)].segment <
            blocks_[static_cast<std::size_t>(b)].segment;
@@ -98,31 +111,30 @@ int caching_allocator::allocate(std::uint64_t bytes) {
 
 void caching_allocator::free(int handle) {
   if (handle < 0 || static_cast<std::size_t>(handle) >= blocks_.size()) return;
-  if (blocks_[static_cast<std::size_t>(handle)].free ||
-      blocks_[static_cast<std::size_t>(handle)].size == 0)
-    return;
-  allocated_ -= blocks_[static_cast<std::size_t>(handle)].size;
-  blocks_[static_cast<std::size_t>(handle)].free = true;
-  // Merge with the free neighbours in its segment (free_block / try_merge_blocks).
   block& b = blocks_[static_cast<std::size_t>(handle)];
-  auto after = free_at_.find({b.segment, b.offset + b.size});
-  if (after != free_at_.end()) {
-    const int other = after->second;
+  if (b.free || b.size == 0) return;
+  allocated_ -= b.size;
+  b.free = true;
+  // Merge with the free neighbours in its segment (free_block / try_merge_blocks); the merged
+  // block keeps the freed one's index.
+  if (b.next >= 0 && blocks_[static_cast<std::size_t>(b.next)].free) {
+    const int other = b.next;
+    block& after = blocks_[static_cast<std::size_t>(other)];
     erase_free(other);
-    b.size += blocks_[static_cast<std::size_t>(other)].size;
-    blocks_[static_cast<std::size_t>(other)].size = 0;
+    b.size += after.size;
+    after.size = 0;
+    b.next = after.next;
+    if (b.next >= 0) blocks_[static_cast<std::size_t>(b.next)].prev = handle;
   }
-  auto before = free_at_.lower_bound({b.segment, b.offset});
-  if (before != free_at_.begin()) {
-    --before;
-    const block& prev = blocks_[static_cast<std::size_t>(before->second)];
-    if (before->first.first == b.segment && prev.offset + prev.size == b.offset) {
-      const int other = before->second;
-      erase_free(other);
-      b.offset = blocks_[static_cast<std::size_t>(other)].offset;
-      b.size += blocks_[static_cast<std::size_t>(other)].size;
-      blocks_[static_cast<std::size_t>(other)].size = 0;
-    }
+  if (b.prev >= 0 && blocks_[static_cast<std::size_t>(b.prev)].free) {
+    const int other = b.prev;
+    block& before = blocks_[static_cast<std::size_t>(other)];
+    erase_free(other);
+    b.offset = before.offset;
+    b.size += before.size;
+    before.size = 0;
+    b.prev = before.prev;
+    if (b.prev >= 0) blocks_[static_cast<std::size_t>(b.prev)].next = handle;
   }
   insert_free(handle);
 }

@@ -10,26 +10,8 @@
 
 namespace gpumem {
 
-// The module's own name in a parameter's path ("model.layers.0.self_attn.q_proj.weight" ->
-// "q_proj").
-std::string module_of(const std::string& name);
-
-// Where a block's linear layer sits in the data flow, from its Hugging Face module path.
-// Cross-attention (T5's EncDecAttention) takes its queries from the decoder and its keys and
-// values from the encoder's output, the memory.
-enum class linear_role {
-  attention_in,
-  attention_out,
-  mlp_in,
-  mlp_out,
-  cross_query,
-  cross_memory,
-  cross_out,
-  latent_q,
-  latent_kv
-};
-
-linear_role role_of(const tensor_spec& t);
+// A linear's role in its block (model_spec.hpp, linear_role_of).
+inline linear_role role_of(const tensor_spec& t) { return linear_role_of(t); }
 
 // Whether `t` is one of the adapter targets (LoRA's or IA3's) as PEFT matches module names.
 bool adapter_target(const training_config& config, const tensor_spec& t);

@@ -314,6 +314,12 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
       if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
   });
+  std::vector<bool> adapted(linears.size());
+  std::vector<bool> ia3_scaled(linears.size());
+  for (std::size_t i = 0; i < linears.size(); ++i) {
+    adapted[i] = lora_target(ctx.config, *linears[i]);
+    ia3_scaled[i] = ia3_target(ctx.config, *linears[i]);
+  }
   // The linears of `role` reading an input of `input_bytes` per element over the tokens of `at`
   // (the block's own, or the encoder's for cross-attention's keys and values).
   auto feed_over = [&](const step_context& at, linear_role role, std::uint64_t input_bytes,
@@ -323,9 +329,12 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
     const bool fused_qkv =
         at.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
     bool dropped_out = false;
-    for (const auto* w : linears) {
+    for (std::size_t i = 0; i < linears.size(); ++i) {
+      const tensor_spec* w = linears[i];
       if (role_of(*w) == role) {
-        const bool adapter = lora_target(at.config, *w);
+        // (Read once per block for its own configuration: PEFT's name matching is string work.)
+        const bool own = &at.config == &ctx.config;
+        const bool adapter = own ? adapted[i] : lora_target(at.config, *w);
         // Column-parallel layers read the hidden-width input (kept sequence-split under SP and
         // all-gathered again for backward); row-parallel ones their rank's slice.
         const std::uint64_t elems =
@@ -334,7 +343,8 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
                      shared);
         dropped_out = dropped_out || adapter;
         if (adapter && at.config.dora) dora_terms(m, at, *w);
-        if (ia3_target(at.config, *w)) ia3_terms(m, at, *w, elems, input_bytes, shared);
+        if (own ? ia3_scaled[i] : ia3_target(at.config, *w))
+          ia3_terms(m, at, *w, elems, input_bytes, shared);
         // LLaMA-Adapter v2's adapter_scale * (linear(x) + adapter_bias) keeps the sum for the
         // scale's gradient.
         if (at.config.finetune == finetune_kind::llama_adapter_v2)

@@ -49,6 +49,22 @@ struct tensor_shape {
   const std::uint64_t* end() const { return dims + rank; }
 };
 
+// Where a block's linear layer sits in the data flow, from its Hugging Face module path.
+// Cross-attention (T5's EncDecAttention) takes its queries from the decoder and its keys and
+// values from the encoder's output, the memory.
+enum class linear_role {
+  attention_in,
+  attention_out,
+  mlp_in,
+  mlp_out,
+  cross_query,
+  cross_memory,
+  cross_out,
+  latent_q,
+  latent_kv,
+  unknown  // not read yet (index_block_tensors reads it once)
+};
+
 struct tensor_spec {
   std::string name;  // full Hugging Face parameter name, e.g. model.layers.0.mlp.up_proj.weight
   tensor_role role;
@@ -59,6 +75,8 @@ struct tensor_spec {
   // In the modeling class's _keep_in_fp32_modules (T5's `wo`): transformers' from_pretrained
   // keeps it fp32, unquantised, when the model is loaded in fp16 or by bitsandbytes.
   bool kept_fp32 = false;
+  // A linear's place in its block's data flow, read from its name once (linear_role_of).
+  linear_role flow = linear_role::unknown;
 
   std::uint64_t numel() const {
     std::uint64_t n = 1;
@@ -192,8 +210,15 @@ struct model_spec {
 };
 
 // Builds model_spec::block_tensors, so that a step's replay visits each block's tensors without
-// scanning the whole model for every block (which made it quadratic in the blocks).
+// scanning the whole model for every block (which made it quadratic in the blocks), and reads
+// each tensor's linear_role once.
 void index_block_tensors(model_spec& spec);
+
+// A linear's role in its block, from its module path (the cached tensor_spec::flow when read).
+linear_role linear_role_of(const tensor_spec& t);
+
+// A parameter's module name: "model.layers.0.self_attn.q_proj.weight" -> "q_proj".
+std::string module_of(const std::string& name);
 
 // Calls f(tensor) for each tensor of block `layer` (its own, not a shared block's), in order.
 template <class F>

@@ -12,8 +12,6 @@
 // obtained with cudaMalloc (torch.cuda.memory_reserved).
 
 #include <cstdint>
-#include <map>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -60,20 +58,24 @@ class caching_allocator {
     std::uint64_t size;    // 0 once merged into a neighbour
     bool small_pool;
     bool free;
+    bool whole = false;  // free, and the whole of its segment
+    int prev = -1;       // its neighbours in its segment, by address (PyTorch's Block prev/next)
+    int next = -1;
   };
   int take(std::uint64_t size, bool small_pool);
   void release_free_segments();
 
-  using free_set = std::set<std::pair<std::uint64_t, int>>;  // (size, block index)
-  free_set& pool(bool small_pool) { return small_pool ? free_small_ : free_large_; }
+  // Free blocks by (size, index), sorted: the best fit is the first at least as large (a sorted
+  // vector: a few hundred free blocks at most, and no node to allocate per event).
+  using free_list = std::vector<std::pair<std::uint64_t, int>>;
+  free_list& pool(bool small_pool) { return small_pool ? free_small_ : free_large_; }
 
   std::vector<block> blocks_;
-  free_set free_small_;  // free blocks by size, for best fit
-  free_set free_large_;
-  std::map<std::pair<int, std::uint64_t>, int> free_at_;  // free blocks by (segment, offset)
+  free_list free_small_;
+  free_list free_large_;
   // Free blocks that are a whole segment, which release_free_segments gives back (kept apart so
   // that it does not scan every free block whenever the device is full).
-  std::set<int> whole_free_;
+  std::vector<int> whole_free_;
   void insert_free(int index);
   void erase_free(int index);
   std::uint64_t allocated_ = 0;
