@@ -57,7 +57,7 @@ void step_replay::backward() {
 // The loss's and the head's backward on the last stage.
 void step_replay::loss_backward() {
   if (!last_stage) return;
-  if (unsloth) {
+  if (fw.loss == loss_path::fused_chunks) {
     // The loss's gradient was made in its forward; its backward scales it out of place
     // (grad_inputs * scale_factor, beside the saved one) and hands it on.
     const int scaled = tl.allocate(ctx.c * t_tokens * e, cat::logits_and_loss);
@@ -78,7 +78,7 @@ void step_replay::loss_backward() {
   int grad_logits = tl.allocate(loss_bytes * chunk_elements, cat::logits_and_loss);
   tl.free(grad_nll);
   tl.free(log_softmax);
-  if (litgpt) {
+  if (fw.loss == loss_path::chunked_fp32) {
     // Fabric's fp32 casts are older than every chunk's loss, so the fp32 gradients of all
     // chunks pile up before the first is cast back, each then giving way to its 16-bit one.
     tl.free(tl.allocate(4 * (tv - chunk_elements), cat::logits_and_loss));
@@ -98,7 +98,7 @@ void step_replay::loss_backward() {
     tl.free(grad_c);
     grad_c = unshifted;
   }
-  if (litgpt || keep_outputs) {
+  if (keeps_logits) {
     previous_logits = kept_logits;
   } else {
     tl.free(kept_logits);
@@ -131,7 +131,7 @@ void step_replay::block_backward(std::size_t l) {
   }
   // FSDP2 gathers the block stepped back next while this one is ("always follows
   // backward_prefetch=BACKWARD_PRE": torchtitan docs/fsdp.md).
-  if (torchtitan && params_sharded && l > stage.first && gathered[l - 1] < 0)
+  if (fw.prefetches_backward && params_sharded && l > stage.first && gathered[l - 1] < 0)
     gathered[l - 1] = tl.allocate(block_params[l - 1], cat::gathered_params);
   const int busy = tl.allocate(b.backward_transient, cat::activations);
   grads_for(static_cast<int>(l));
@@ -196,7 +196,7 @@ void step_replay::grads_for_layer(int layer) {
   // reduce dtype, fp32 under mixed precision (MixedPrecisionPolicy reduce_dtype: its
   // mixed_precision_reduce "float32"; torch/distributed/fsdp/_fully_shard/
   // _fsdp_collectives.py foreach_reduce), before the gradients go.
-  if (torchtitan && params_sharded && unsharded > 0)
+  if (fw.flat_reduce_copy && params_sharded && unsharded > 0)
     tl.free(tl.allocate((ctx.amp ? 4 : gathered_bytes) * unsharded, cat::communication_buffers));
   for (int id : full) tl.free(id);
   for (int id : kept) tl.free(id);  // reduce-scattered at last

@@ -5,6 +5,7 @@
 
 #include "gpumem/model/param_count.hpp"
 #include "training/adapter_targets.hpp"
+#include "training/framework.hpp"
 #include "training/step_checks.hpp"
 #include "training/step_replay.hpp"
 
@@ -59,7 +60,7 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
                      std::to_string(spec.num_kv_heads / tp) + ") of each tensor-parallel rank"};
   }
   if (ring &&
-      kernel_run(spec, config.attention, config.framework == framework_profile::transformers) ==
+      kernel_run(spec, config.attention, framework_of(config).transformers_modelling) ==
           attention_kernel::eager) {
     return error{"request.invalid_value", "workload.attention",
                  "[workload.attention] ring attention runs a fused kernel: use sdpa or flash (or "
@@ -73,112 +74,6 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
   return std::nullopt;
 }
 
-// The unsloth profile models unsloth's fast path: LoRA (on a 16-bit or 4-bit base) with
-// adapters on every block linear, its default (unsloth/models/llama.py get_peft_model patches
-// the q/k/v, o and MLP forwards with LoRA_QKV, LoRA_W and LoRA_MLP only then, and only for
-// bias-free Llama-style blocks), in 16-bit autocast, on one GPU or under DDP.
-// A bias-free Llama-style decoder: two RMSNorms a block, before attention and before the MLP
-// (per-head q/k norms allowed), a gated MLP, no mixture of experts, latent attention or soft cap:
-// what unsloth's fast kernels and torchtitan's Llama run.
-bool llama_style_decoder(const model_spec& spec) {
-  bool llama_style = spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block &&
-                     spec.causal && !spec.mla;
-  for (const auto& layer : spec.layers) llama_style = llama_style && !layer.moe;
-  // Gemma 2's extra post-norms and soft-capped attention run other kernels.
-  std::vector<int> norms(spec.layers.size(), 0);
-  for (const auto& t : spec.tensors) {
-    llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
-    if (t.layer >= 0 && t.module == module_kind::norm && t.shape.size() == 1 &&
-        t.shape[0] == spec.hidden_size)
-      ++norms[static_cast<std::size_t>(t.layer)];
-  }
-  for (int n : norms) llama_style = llama_style && n == 2;
-  llama_style = llama_style && spec.pre_norms && (!spec.qk_norm || spec.qk_norm_per_head);
-  return llama_style && spec.attention_softcap <= 0;
-}
-
-std::optional<error> check_unsloth(const model_spec& spec, const training_config& config) {
-  if (config.framework != framework_profile::unsloth) return std::nullopt;
-  if (config.finetune != finetune_kind::lora || config.dora) {
-    return error{"request.invalid_value", "workload.finetune",
-                 "[workload.finetune] the unsloth profile models LoRA and QLoRA (its fast LoRA "
-                 "kernels); use finetune lora"};
-  }
-  if (!llama_style_decoder(spec)) {
-    return error{"request.invalid_value", "model",
-                 "[model] the unsloth profile models bias-free Llama-style decoders (two RMSNorms "
-                 "a block, gated MLP, no mixture of experts or soft-capped attention), where "
-                 "unsloth runs its fast LoRA kernels"};
-  }
-  for (const auto& t : spec.tensors) {
-    if (t.layer < 0 || t.module != module_kind::linear || lora_target(config, t)) continue;
-    return error{"request.invalid_value", "workload.lora.targets",
-                 "[workload.lora.targets] unsloth's fast LoRA kernels need adapters on every "
-                 "block linear (q/k/v, o, gate/up/down: its default, or all-linear); " +
-                     module_of(t.name) + " has none"};
-  }
-  if (config.compute == compute_precision::fp32) {
-    return error{"request.invalid_value", "workload.compute",
-                 "[workload.compute] unsloth's kernels run in 16 bits: use amp_bf16 or amp_fp16"};
-  }
-  if (lora_dropout_of(config) > 0) {
-    return error{"request.invalid_value", "workload.lora.dropout",
-                 "[workload.lora.dropout] unsloth's fast LoRA kernels run without dropout "
-                 "(patch_peft_model skips layers with lora_dropout > 0): 0"};
-  }
-  if (config.attention == attention_kernel::eager || config.selective_recompute) {
-    return error{"request.invalid_value",
-                 config.selective_recompute ? "workload.grad_ckpt" : "workload.attention",
-                 "[workload] unsloth runs fused attention (flash-attention, xformers or SDPA) "
-                 "and checkpoints whole blocks: attention sdpa, grad_ckpt true or false"};
-  }
-  if ((config.sharding != data_parallel::none && config.sharding != data_parallel::ddp) ||
-      config.tp_degree > 1 || config.pp_degree > 1 || config.cp_degree > 1 ||
-      config.offload.any()) {
-    return error{"request.invalid_value", "parallel.method",
-                 "[parallel.method] the unsloth profile runs on one GPU or under DDP, without "
-                 "tensor, pipeline or context parallelism or offload (its checkpoints go to host "
-                 "memory with grad_ckpt true)"};
-  }
-  return std::nullopt;
-}
-// The torchtitan profile models torchtitan's own Llama (torchtitan/models/llama3/model.py, which
-// Qwen3 follows with per-head q/k norms) trained whole, one GPU or replicated (DDP) or sharded by
-// FSDP2 (fully_shard), attending with SDPA or FlexAttention over the whole sequence.
-std::optional<error> check_torchtitan(const model_spec& spec, const training_config& config) {
-  if (config.framework != framework_profile::torchtitan) return std::nullopt;
-  if (config.finetune != finetune_kind::full) {
-    return error{"request.invalid_value", "workload.finetune",
-                 "[workload.finetune] torchtitan trains whole models: finetune full"};
-  }
-  const bool windowed = std::any_of(spec.layers.begin(), spec.layers.end(), [](const auto& l) {
-    return l.attention == attention_pattern::sliding;
-  });
-  if (!llama_style_decoder(spec) || windowed) {
-    return error{"request.invalid_value", "model",
-                 "[model] the torchtitan profile models its Llama: bias-free Llama-style decoders "
-                 "(two RMSNorms a block, gated MLP, no mixture of experts, sliding window or "
-                 "soft-capped attention)"};
-  }
-  if (config.attention == attention_kernel::eager) {
-    return error{"request.invalid_value", "workload.attention",
-                 "[workload.attention] torchtitan attends with SDPA or FlexAttention: attention "
-                 "sdpa or flash"};
-  }
-  if (config.offload.activations != offload_target::none) {
-    return error{"request.invalid_value", "parallel.offload.activations",
-                 "[parallel.offload.activations] torchtitan does not offload activations: none"};
-  }
-  const auto dp = config.sharding;
-  if (dp != data_parallel::none && dp != data_parallel::ddp &&
-      dp != data_parallel::fsdp_full_shard && dp != data_parallel::fsdp_shard_grad_op) {
-    return error{"request.invalid_value", "parallel.method",
-                 "[parallel.method] torchtitan shards with FSDP2 (fsdp_full_shard, "
-                 "fsdp_shard_grad_op) or replicates (ddp); DeepSpeed ZeRO and Gemini are not "
-                 "its"};
-  }
-  return std::nullopt;
-}
 
 // An LLM.int8 base as transformers loads it for PEFT (load_in_8bit): bitsandbytes' Int8Params
 // are whole int8 matrices with their row scales, which no framework here shards or splits
@@ -187,7 +82,7 @@ std::optional<error> check_torchtitan(const model_spec& spec, const training_con
 // 4-bit or 16-bit bases only.
 std::optional<error> check_int8_base(const training_config& config) {
   if (config.quantization != base_quantization::int8) return std::nullopt;
-  if (config.framework != framework_profile::transformers) {
+  if (!framework_of(config).transformers_modelling) {
     return error{"request.invalid_value", "workload.weights",
                  "[workload.weights] an int8 (LLM.int8) base is modelled as transformers and PEFT "
                  "train it: framework transformers"};
@@ -207,7 +102,7 @@ std::optional<error> check_int8_base(const training_config& config) {
 // gradients", PEFT's troubleshooting guide) unless a ZeRO engine keeps fp32 masters.
 std::optional<error> check_software(const training_config& config) {
   const software_stack& software = config.software;
-  if (!software.has_sdpa() && config.framework != framework_profile::transformers) {
+  if (!software.has_sdpa() && !framework_of(config).torch1) {
     return error{"request.invalid_value", "workload.software.torch",
                  "[workload.software.torch] litgpt, torchtune, unsloth and torchtitan need torch "
                  "2; torch 1.x is modelled under framework transformers"};
@@ -217,7 +112,7 @@ std::optional<error> check_software(const training_config& config) {
                  "[workload.attention] sdpa is torch 2's scaled_dot_product_attention; under torch "
                  "1.x transformers runs eager attention (or flash-attn's kernels: flash)"};
   }
-  if (software.peft && config.framework != framework_profile::transformers) {
+  if (software.peft && !framework_of(config).peft) {
     return error{"request.invalid_value", "workload.software.peft",
                  "[workload.software.peft] PEFT's adapters are modelled under framework "
                  "transformers; litgpt, torchtune, unsloth and torchtitan make their own"};
@@ -251,7 +146,7 @@ std::optional<error> check_peft_embedding_modules(const model_spec& spec,
       embedding_lora ? "workload.lora.targets" : "workload.lora.modules_to_save";
   const std::string what =
       embedding_lora ? "LoRA on the token embedding" : "modules_to_save (trained copies)";
-  if (config.framework != framework_profile::transformers) {
+  if (!framework_of(config).peft) {
     return error{"request.invalid_value", field,
                  "[" + field + "] " + what + " is PEFT's: framework transformers"};
   }
@@ -293,7 +188,7 @@ std::optional<error> check_peft_embedding_modules(const model_spec& spec,
 // implementations keep other tensors.
 std::optional<error> check_transformers_only(const model_spec& spec,
                                              const training_config& config) {
-  if (config.framework == framework_profile::transformers) return std::nullopt;
+  if (framework_of(config).all_architectures) return std::nullopt;
   const char* what = spec.encoder_decoder      ? "encoder-decoders (T5)"
                      : spec.mla                ? "DeepSeek's latent attention"
                      : spec.moe.dense_dispatch ? "Llama 4's mixture of experts"
@@ -443,7 +338,7 @@ std::optional<error> check_training_size(const model_spec& spec, std::uint64_t m
 
 std::optional<error> check_training_lengths(const model_spec& spec, const training_config& config,
                                             std::uint64_t micro_batch, std::uint64_t positions) {
-  const bool transformers = config.framework == framework_profile::transformers;
+  const bool transformers = framework_of(config).transformers_modelling;
   const bool scores = kernel_run(spec, config.attention, transformers) == attention_kernel::eager ||
                       config.compute == compute_precision::fp32;
   if (auto e = check_training_size(spec, micro_batch, positions, scores)) return e;
@@ -467,7 +362,7 @@ std::optional<error> check_llama_adapter(const model_spec& spec, const training_
 
 std::optional<error> check_ia3(const training_config& config) {
   if (config.finetune == finetune_kind::ia3 &&
-      config.framework != framework_profile::transformers) {
+      !framework_of(config).peft) {
     return error{"request.invalid_value", "workload.finetune",
                  "[workload.finetune] ia3 is PEFT's: framework transformers"};
   }
@@ -533,8 +428,10 @@ std::optional<error> check_training_combination(const model_spec& spec,
   if (auto e = check_llama_adapter(spec, config)) return e;
   if (auto e = check_tensor_parallel(spec, tp)) return e;
   if (auto e = check_context_parallel(spec, config, tp, cp)) return e;
-  if (auto e = check_unsloth(spec, config)) return e;
-  if (auto e = check_torchtitan(spec, config)) return e;
+  // The framework's own profile: what it does not model.
+  if (const auto refusals = framework_of(config).refusals) {
+    if (auto e = refusals(spec, config)) return e;
+  }
   if (auto e = check_int8_base(config)) return e;
   if (auto e = check_software(config)) return e;
   if (auto e = check_peft_embedding_modules(spec, config)) return e;

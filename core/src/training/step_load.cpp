@@ -32,7 +32,7 @@ void step_replay::load() {
 void step_replay::load_weights() {
   // Lightning's BitsandbytesPrecision (litgpt's --quantize) converts every nn.Linear, the LM
   // head's included (lightning/fabric/plugins/precision/bitsandbytes.py convert_module).
-  quantized_head = ctx.quantized && litgpt;
+  quantized_head = ctx.quantized && fw.quantizes_lm_head;
   for (const auto& t : spec.tensors) {
     if (quantized_head && t.role == tensor_role::lm_head && !t.is_bias)
       head_dequantised += t.numel() * ctx.c * (ctx.fp16_quant_state ? 2 : 1);
@@ -237,7 +237,7 @@ void step_replay::size_gathers() {
   }
   // unsloth dequantises a 4-bit base for its forward matmuls into one buffer per GPU, grown to
   // the largest linear (unsloth/kernels/utils.py WEIGHT_BUFFERS, ABSMAX_BUFFERS).
-  if (unsloth && ctx.quantized)
+  if (fw.dequantise_buffer && ctx.quantized)
     tl.allocate(unsloth_dequantised_bytes(spec, ctx.c, -1), cat::weights);
 }
 

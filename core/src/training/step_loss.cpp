@@ -61,7 +61,8 @@ void step_replay::loss() {
     if (deepspeed3) head.push_back(tl.allocate(output_root, cat::gathered_params));
     // The final norm keeps its input in fp32 (transformers), or its 16-bit input and an fp32
     // inverse RMS a row (unsloth's Fast_RMS_Layernorm).
-    head.push_back(tl.allocate(unsloth ? ctx.r * th * h + 4 * th : 4 * th * h, cat::activations));
+    head.push_back(
+        tl.allocate(fw.own_kernels ? ctx.r * th * h + 4 * th : 4 * th * h, cat::activations));
     // T5Stack's final dropout after the decoder's final norm: its mask.
     if (spec.encoder_decoder && spec.hidden_dropout > 0)
       head.push_back(tl.allocate(th * h, cat::activations));
@@ -77,14 +78,19 @@ void step_replay::loss() {
     if (config.save_lm_head) head.push_back(tl.allocate(t_tokens * e * ctx.c, cat::activations));
     // LLaMA-Adapter v2's LM head keeps linear(x) + adapter_bias for its scale's gradient.
     if (adapter_v2) head.push_back(tl.allocate(ctx.c * tv, cat::logits_and_loss));
-    if (unsloth) {
-      loss_unsloth();
-    } else if (litgpt) {
-      loss_litgpt();
-    } else if (config.framework == framework_profile::torchtune) {
-      loss_torchtune();
-    } else {
-      loss_transformers();
+    switch (fw.loss) {
+      case loss_path::fused_chunks:
+        loss_unsloth();
+        break;
+      case loss_path::chunked_fp32:
+        loss_litgpt();
+        break;
+      case loss_path::chunked_output:
+        loss_torchtune();
+        break;
+      case loss_path::upcast_logits:
+        loss_transformers();
+        break;
     }
   }
   end_forward();

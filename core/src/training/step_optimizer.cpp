@@ -112,10 +112,10 @@ void step_replay::adamw_temporaries() {
   // torchtune's recipes fuse; so does torchtitan since 2025 (optimizer.implementation
   // "fused"; its December 2024 code ran foreach, optimizer.fused false). torch < 2.0 loops.
   const adamw_implementation impl = config.adamw_impl.value_or(
-      config.framework == framework_profile::torchtune || torchtitan
+      fw.default_adamw == adamw_implementation::fused
           ? adamw_implementation::fused
           : (config.software.adamw_loops_by_default() ? adamw_implementation::for_loop
-                                                      : adamw_implementation::foreach));
+                                                      : fw.default_adamw));
   if (config.optimizer != optimizer_kind::adamw || in_place_adam ||
       impl == adamw_implementation::fused)
     return;

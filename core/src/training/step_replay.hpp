@@ -17,6 +17,7 @@
 #include "gpumem/runtime/memory_timeline.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "training/block_activations.hpp"
+#include "training/framework.hpp"
 
 namespace gpumem {
 
@@ -112,6 +113,7 @@ class step_replay {
   const model_spec& spec;
   const training_config& config;
   const gpu_spec& gpu;
+  const framework_traits& fw;
   training_estimate out;
   memory_timeline tl;
 
@@ -133,10 +135,9 @@ class step_replay {
   bool states_sharded = false, states_on_host = false, params_on_host = false;
   bool grads_to_host = false, acts_to_host = false, master = false, deepspeed3 = false;
   // Framework and loop.
-  bool torchtitan = false, checkpointed = false, in_backward = false, in_place_adam = false;
-  bool no_sync = false, grads_outlive_step = false, litgpt = false, keep_outputs = false;
-  bool inputs_outlive_backward = false, unsloth = false, inputs_to_host = false;
-  bool transformers = false, frozen_in_flat_params = false;
+  bool checkpointed = false, in_backward = false, in_place_adam = false, no_sync = false;
+  bool grads_outlive_step = false, keep_outputs = false, keeps_logits = false;
+  bool inputs_outlive_backward = false, inputs_to_host = false, frozen_in_flat_params = false;
   int steps = 1, micro_steps = 1;
   std::uint64_t outside = 0;  // device bytes outside the allocator: context and libraries
   // Loaded: what trains and what is gathered.

@@ -10,7 +10,8 @@ namespace gpumem {
 
 step_replay::step_replay(const model_spec& model, const training_config& run_config,
                          const gpu_spec& device, const std::vector<std::string>& unmatched_targets)
-    : spec(model), config(run_config), gpu(device), ctx{model, run_config} {
+    : spec(model), config(run_config), gpu(device), fw(framework_of(run_config)),
+      ctx{model, run_config} {
   setup_stage();
   setup_precision();
   setup_sharding();
@@ -87,13 +88,11 @@ void step_replay::setup_precision() {
   ctx.int8_base = ctx.quantized && config.quantization == base_quantization::int8;
   // transformers and litgpt quantise to 4 bits with bitsandbytes; torchtune's QLoRA runs
   // torchao's NF4Tensor, whose LinearNF4 saves the weight alone (torchao/dtypes/nf4tensor.py),
-  // and unsloth its own kernels.
-  bitsandbytes_4bit = ctx.quantized && !ctx.int8_base &&
-                      (config.framework == framework_profile::transformers ||
-                       config.framework == framework_profile::litgpt);
+  // and unsloth its own kernels (framework_traits::bitsandbytes_4bit).
+  bitsandbytes_4bit = ctx.quantized && !ctx.int8_base && fw.bitsandbytes_4bit;
   ctx.base_keeps_input =
       ctx.int8_base || (bitsandbytes_4bit && config.software.bnb_4bit_keeps_input());
-  ctx.fp16_quant_state = ctx.quantized && config.framework == framework_profile::litgpt &&
+  ctx.fp16_quant_state = ctx.quantized && fw.bf16_from_fp16_quant_state &&
                          (config.compute == compute_precision::amp_bf16 ||
                           config.compute == compute_precision::pure_bf16);
   pure = config.compute == compute_precision::pure_bf16 ||
@@ -145,8 +144,8 @@ void step_replay::setup_sharding() {
   // multiply in their weight's dtype, they hand fp32 to the 4-bit linears, whose outputs come
   // back fp32, and the residual stream turns fp32 at the first block's MLP (modelled from the
   // first block on).
-  kbit_prepared = config.kbit_preparation && ctx.quantized &&
-                  config.framework == framework_profile::transformers && !params_sharded && !pure;
+  kbit_prepared =
+      config.kbit_preparation && ctx.quantized && fw.kbit_preparation && !params_sharded && !pure;
   ctx.kbit_fp32_norms = kbit_prepared && !spec.norm_keeps_input_dtype;
   if (ctx.kbit_fp32_norms) ctx.r = 4;
   kbit_head_bytes = config.compute == compute_precision::amp_bf16 ? base_bytes : 4;
@@ -189,18 +188,15 @@ std::uint64_t step_replay::state_bytes(std::uint64_t param_bytes) const {
 }
 
 void step_replay::setup_framework() {
-  transformers = config.framework == framework_profile::transformers;
-  litgpt = config.framework == framework_profile::litgpt;
-  unsloth = config.framework == framework_profile::unsloth;
   // torchtitan's per-op selective checkpointing checkpoints every block (block_memory::op_cache).
-  torchtitan = config.framework == framework_profile::torchtitan;
-  checkpointed = config.grad_ckpt || (torchtitan && config.selective_recompute);
+  checkpointed =
+      config.grad_ckpt || (fw.per_op_selective_recompute && config.selective_recompute);
   // torchtune's single-device full fine-tuning recipes step each parameter inside backward
   // (optimizer_in_bwd: its gradient is freed right after) with a paged bitsandbytes optimizer,
   // whose states live in CUDA unified memory outside PyTorch's allocator
   // (recipes/full_finetune_single_device.py, configs *_full_single_device.yaml).
-  in_backward = config.framework == framework_profile::torchtune && ctx.full &&
-                dp == data_parallel::none && config.optimizer_step;
+  in_backward =
+      fw.steps_in_backward && ctx.full && dp == data_parallel::none && config.optimizer_step;
   // DeepSpeed ZeRO steps with its FusedAdam, Colossal-AI's LowLevelZero and Gemini with
   // HybridAdam: multi-tensor kernels that update in place (deepspeed/ops/adam/fused_adam.py,
   // colossalai/nn/optimizer/hybrid_adam.py).
@@ -215,7 +211,7 @@ void step_replay::setup_framework() {
   // torchtune's recipes call backward() on every micro-batch without it, reduce-scattering
   // each time into the shard.
   no_sync = (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op) &&
-            config.framework != framework_profile::torchtune;
+            fw.fsdp_no_sync;
   unsynced.resize(spec.layers.size() + 1);
   // torch < 2.0's zero_grad zeroes the gradients in place (set_to_none=False): those the loop's
   // optimizer owns stay allocated into the next step, whose backward accumulates into them.
@@ -229,8 +225,9 @@ void step_replay::setup_framework() {
   // input in ctx.tensors, outside the saved tensors autograd frees in backward (bitsandbytes <
   // 0.45 autograd/_functions.py; later versions keep (None, B)), so the inputs of every 4-bit
   // linear stay alive from their backward until the next forward has run.
-  keep_outputs = config.keep_outputs && transformers;
-  inputs_outlive_backward = ctx.quantized && (litgpt || keep_outputs);
+  keep_outputs = config.keep_outputs && fw.keep_outputs_option;
+  keeps_logits = fw.keeps_last_logits || keep_outputs;
+  inputs_outlive_backward = ctx.quantized && keeps_logits;
   // unsloth's gradient checkpointing copies each block's input to pinned host memory, all but
   // the last block's and those of at most 2^20 elements (unsloth_zoo/gradient_checkpointing.py
   // UnslothCheckpointFunction, MINIMUM_SIZE), and copies them back for the recomputation into
@@ -242,7 +239,7 @@ void step_replay::setup_framework() {
   // whole blocks (Lightning FSDPStrategy: auto_wrap_policy={Block}, use_orig_params=True);
   // PEFT's and torchtune's FSDP wrapping put the adapters in units of their own.
   frozen_in_flat_params =
-      !ctx.full && litgpt &&
+      !ctx.full && fw.frozen_in_flat_params &&
       (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op);
 }
 
@@ -289,11 +286,11 @@ void step_replay::describe_blocks() {
   // T5ForConditionalGeneration and the Gemma 3 and Llama 4 wrappers take their own
   // (model_spec::loss); T5's labels are already aligned with its logits (the decoder's inputs
   // are the labels shifted right); Gemma 3's upcasts the logits first.
-  plain_loss = transformers && (config.loss == loss_kind::plain_cross_entropy ||
-                                spec.loss != model_loss::causal_lm);
+  plain_loss = fw.model_losses && (config.loss == loss_kind::plain_cross_entropy ||
+                                   spec.loss != model_loss::causal_lm);
   shifted = plain_loss && spec.causal && !spec.encoder_decoder;
   logit_bytes =
-      spec.logits_fp32 || (transformers && spec.loss == model_loss::plain_fp32) ? 4 : ctx.c;
+      spec.logits_fp32 || (fw.model_losses && spec.loss == model_loss::plain_fp32) ? 4 : ctx.c;
   loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
 }
 
@@ -334,7 +331,7 @@ void step_replay::release_notes(const std::vector<std::string>& unmatched_target
     out.notes.push_back(std::string(config.finetune == finetune_kind::ia3 ? "IA3" : "LoRA") +
                         " target '" + target +
                         "' names no linear module of this model; PEFT skips it");
-  if (kernel_run(spec, config.attention, transformers) != config.attention)
+  if (kernel_run(spec, config.attention, fw.transformers_modelling) != config.attention)
     out.notes.push_back(kernel_run_note(spec));
   std::vector<std::string> torch1;  // what torch 1.x's defaults change here
   if (grads_outlive_step)

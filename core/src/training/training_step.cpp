@@ -62,7 +62,7 @@ std::uint64_t decoder_len(const training_config& config) {
 }
 
 double lora_dropout_of(const training_config& config) {
-  return config.lora_dropout.value_or(config.framework == framework_profile::litgpt ? 0.05 : 0.0);
+  return config.lora_dropout.value_or(framework_of(config).lora_dropout);
 }
 
 std::vector<std::string> peft_default_targets(finetune_kind kind) {
@@ -185,7 +185,7 @@ std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
 std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const training_config& config) {
   // Inputs of at most 2^20 elements stay on the GPU (MINIMUM_SIZE); unsloth runs 16-bit.
   const std::uint64_t elements = config.micro_batch * config.seq_len * spec.hidden_size;
-  if (config.framework != framework_profile::unsloth || !config.grad_ckpt ||
+  if (!framework_of(config).host_checkpointing || !config.grad_ckpt ||
       elements <= (1ULL << 20))
     return 0;
   return spec.layers.size() * elements * compute_bytes(config.compute);
@@ -281,7 +281,7 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
   // PEFT's prompt tuning (peft_model.py PeftModelForCausalLM.forward) concatenates the virtual
   // tokens' embeddings before every sequence's and pads the labels with -100: every block, the
   // logits and the loss run over seq_len + num_virtual_tokens positions.
-  if (config.framework != framework_profile::transformers) {
+  if (!framework_of(config).peft) {
     return error{"request.invalid_value", "workload.finetune",
                  "[workload.finetune] prompt_tuning is PEFT's: framework transformers"};
   }
@@ -301,7 +301,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   std::vector<std::string> unmatched_targets;
   if (auto e = check_training_request(spec, config, unmatched_targets)) return *e;
   // litgpt unties a tied LM head (its GPT keeps lm_head and wte apart).
-  if (config.framework == framework_profile::litgpt && spec.tied_embeddings)
+  if (framework_of(config).unties_lm_head && spec.tied_embeddings)
     return estimate_training_step(litgpt_model(spec), config, gpu);
   if (auto e = check_training_combination(spec, config)) return *e;
   return step_replay(spec, config, gpu, unmatched_targets).run();

@@ -1,0 +1,41 @@
+#include "training/framework.hpp"
+
+namespace gpumem {
+
+// A bias-free Llama-style decoder: two RMSNorms a block, before attention and before the MLP
+// (per-head q/k norms allowed), a gated MLP, no mixture of experts, latent attention or soft cap:
+// what unsloth's fast kernels and torchtitan's Llama run.
+bool llama_style_decoder(const model_spec& spec) {
+  bool llama_style = spec.norm == norm_kind::rms_norm && spec.gated_mlp && !spec.parallel_block &&
+                     spec.causal && !spec.mla;
+  for (const auto& layer : spec.layers) llama_style = llama_style && !layer.moe;
+  // Gemma 2's extra post-norms and soft-capped attention run other kernels.
+  std::vector<int> norms(spec.layers.size(), 0);
+  for (const auto& t : spec.tensors) {
+    llama_style = llama_style && !(t.layer >= 0 && t.is_bias);
+    if (t.layer >= 0 && t.module == module_kind::norm && t.shape.size() == 1 &&
+        t.shape[0] == spec.hidden_size)
+      ++norms[static_cast<std::size_t>(t.layer)];
+  }
+  for (int n : norms) llama_style = llama_style && n == 2;
+  llama_style = llama_style && spec.pre_norms && (!spec.qk_norm || spec.qk_norm_per_head);
+  return llama_style && spec.attention_softcap <= 0;
+}
+
+const framework_traits& framework_of(framework_profile framework) {
+  switch (framework) {
+    case framework_profile::litgpt:
+      return litgpt_framework();
+    case framework_profile::torchtune:
+      return torchtune_framework();
+    case framework_profile::unsloth:
+      return unsloth_framework();
+    case framework_profile::torchtitan:
+      return torchtitan_framework();
+    case framework_profile::transformers:
+      break;
+  }
+  return transformers_framework();
+}
+
+}  // namespace gpumem

@@ -1,0 +1,34 @@
+// litgpt (Lightning Fabric): its own GPT module and fit loops (finetune/lora.py, adapter.py).
+#include "training/framework.hpp"
+
+namespace gpumem {
+
+const framework_traits& litgpt_framework() {
+  static const framework_traits traits = [] {
+    framework_traits t;
+    t.name = "litgpt";
+    // GPT.forward projects in 128-token chunks (lm_head_chunk_size=128), Fabric casts the
+    // outputs to fp32 (_FabricModule.forward convert_output) and chunked_cross_entropy takes
+    // 128-token chunks (litgpt/utils.py).
+    t.loss = loss_path::chunked_fp32;
+    // --quantize bnb.nf4 runs Lightning's BitsandbytesPrecision, which converts every nn.Linear,
+    // the LM head's included (lightning/fabric/plugins/precision/bitsandbytes.py), quantising
+    // from fp16 weights computed in bf16.
+    t.bitsandbytes_4bit = true;
+    t.quantizes_lm_head = true;
+    t.bf16_from_fp16_quant_state = true;
+    // litgpt's GPT keeps lm_head and wte as separate weights (litgpt/model.py).
+    t.unties_lm_head = true;
+    // finetune/lora.py: lora_dropout 0.05.
+    t.lora_dropout = 0.05;
+    // The fit loop's `logits = model(...)` lives until the next forward returns.
+    t.keeps_last_logits = true;
+    // Lightning FSDPStrategy wraps whole blocks (auto_wrap_policy={Block}) with
+    // use_orig_params=True, so a LoRA block's flat parameter mixes frozen and trained tensors.
+    t.frozen_in_flat_params = true;
+    return t;
+  }();
+  return traits;
+}
+
+}  // namespace gpumem
