@@ -22,6 +22,15 @@ bool llama_style_decoder(const model_spec& spec) {
   return llama_style && spec.attention_softcap <= 0;
 }
 
+std::optional<framework_profile> framework_named(const std::string& name) {
+  for (const auto framework : {framework_profile::transformers, framework_profile::litgpt,
+                               framework_profile::torchtune, framework_profile::unsloth,
+                               framework_profile::torchtitan}) {
+    if (name == framework_of(framework).name) return framework;
+  }
+  return std::nullopt;
+}
+
 const framework_traits& framework_of(framework_profile framework) {
   switch (framework) {
     case framework_profile::litgpt:

@@ -6,6 +6,7 @@
 // line in framework.cpp.
 
 #include <optional>
+#include <string>
 
 #include "gpumem/training/training_step.hpp"
 
@@ -63,6 +64,8 @@ struct framework_traits {
 bool llama_style_decoder(const model_spec& spec);
 
 const framework_traits& framework_of(framework_profile framework);
+// The framework workload.framework names, if it is one.
+std::optional<framework_profile> framework_named(const std::string& name);
 inline const framework_traits& framework_of(const training_config& config) {
   return framework_of(config.framework);
 }

@@ -13,7 +13,7 @@ void step_replay::backward() {
     tl.allocate(cublas_workspace_bytes(gpu.architecture), cat::cuda_workspace);  // autograd thread
     backward_workspace = true;
   }
-  if (dp == data_parallel::zero2 && config.reduce_bucket_elements > 0 && step == 1 &&
+  if (method.reduce_bucket_in_backward && config.reduce_bucket_elements > 0 && step == 1 &&
       first_micro) {
     // The reduce bucket gradients are copied into before their reduce-scatter.
     tl.allocate(config.reduce_bucket_elements * (ctx.full ? full_bytes : ctx.adapter_bytes),
@@ -179,7 +179,8 @@ void step_replay::grads_for_layer(int layer) {
   if (sharded_grads_for_layer(layer, kept)) return;
   // DeepSpeed ZeRO-2 accumulates into the shard it keeps.
   // Offloaded, the reduced shard is written to the host instead (nothing stays).
-  const bool keep_shard = dp != data_parallel::gemini && (first_micro || no_sync) && !grads_to_host;
+  const bool keep_shard =
+      !method.grads_in_param_chunks && (first_micro || no_sync) && !grads_to_host;
   std::vector<int> full;
   std::uint64_t unsharded = 0;
   for (const trainable* p : layer_params(layer)) {

@@ -5,6 +5,7 @@
 
 #include "gpumem/model/param_count.hpp"
 #include "training/adapter_targets.hpp"
+#include "parallel/data_parallel_method.hpp"
 #include "training/framework.hpp"
 #include "training/step_checks.hpp"
 #include "training/step_replay.hpp"
@@ -385,8 +386,7 @@ std::optional<error> check_pipeline(const model_spec& spec, const training_confi
                  "[parallel.pp] the model's blocks share their parameters (ALBERT), which a "
                  "pipeline cannot place on separate stages"};
   }
-  if (pp > 1 && config.sharding != data_parallel::none && config.sharding != data_parallel::ddp &&
-      config.sharding != data_parallel::zero1) {
+  if (pp > 1 && !data_parallel_of(config.sharding).beside_pipeline) {
     return error{"request.invalid_value", "parallel.dp_method",
                  "[parallel.dp_method] a pipeline replicates over DDP or ZeRO-1 only"};
   }
@@ -403,7 +403,7 @@ std::optional<error> check_offload(const training_config& config) {
                  "[parallel.offload.params] parameters are offloaded under ZeRO-3, FSDP or Gemini "
                  "(zero3, fsdp_full_shard, fsdp_shard_grad_op, gemini)"};
   }
-  if (grads_to_host && (dp == data_parallel::none || dp == data_parallel::ddp)) {
+  if (grads_to_host && !data_parallel_of(dp).offloads_optimizer) {
     return error{"request.invalid_value", "parallel.offload.optimizer",
                  "[parallel.offload.optimizer] optimizer and gradient offload run under ZeRO, FSDP "
                  "or Gemini (a single GPU: zero2 or zero3 with one GPU)"};

@@ -168,7 +168,7 @@ void step_replay::forward_block(std::size_t l, bool stepped_back) {
   // torchtitan leaves its last block gathered after the forward, whose backward comes next
   // (parallelize.py apply_fsdp: reshard_after_forward for all blocks but the last).
   const bool kept_gathered = fw.keeps_last_block_gathered && l + 1 == spec.layers.size();
-  if (dp != data_parallel::fsdp_shard_grad_op && !kept_gathered) {
+  if (!method.keeps_gathered_to_backward && !kept_gathered) {
     tl.free(gathered[l]);
     gathered[l] = -1;
   }

@@ -186,7 +186,7 @@ void step_replay::index_params() {
     for (const auto& p : params)
       tl.allocate(share(4 * p.numel, states_sharded), cat::master_weights);
   }
-  if (dp == data_parallel::ddp) {
+  if (method.bucket_copy_of_grads) {
     // DDP's Reducer keeps every gradient again in flat buckets (gradient_as_bucket_view=False).
     tl.allocate(trainable_bytes, cat::communication_buffers);
   }

@@ -52,7 +52,7 @@ void step_replay::fp32_gradients(std::vector<int>& fp32_grads) {
     const int flat = tl.allocate(2 * sub_group, cat::optimizer_temporaries);
     fp32_grads.push_back(tl.allocate(4 * sub_group, cat::optimizer_temporaries));
     tl.free(flat);
-  } else if (master && dp != data_parallel::gemini) {  // HybridAdam reads the fp16 slots
+  } else if (master && !method.grads_in_param_chunks) {  // HybridAdam reads the fp16 slots
     for (const auto& p : params) {
       fp32_grads.push_back(
           tl.allocate(share(4 * p.numel, states_sharded), cat::optimizer_temporaries));

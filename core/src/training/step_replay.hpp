@@ -17,6 +17,7 @@
 #include "gpumem/runtime/memory_timeline.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "training/block_activations.hpp"
+#include "parallel/data_parallel_method.hpp"
 #include "training/framework.hpp"
 
 namespace gpumem {
@@ -114,6 +115,7 @@ class step_replay {
   const training_config& config;
   const gpu_spec& gpu;
   const framework_traits& fw;
+  const data_parallel_traits& method;  // the data-parallel method's
   training_estimate out;
   memory_timeline tl;
 

@@ -11,6 +11,7 @@ namespace gpumem {
 step_replay::step_replay(const model_spec& model, const training_config& run_config,
                          const gpu_spec& device, const std::vector<std::string>& unmatched_targets)
     : spec(model), config(run_config), gpu(device), fw(framework_of(run_config)),
+      method(data_parallel_of(run_config.sharding)),
       ctx{model, run_config} {
   setup_stage();
   setup_precision();
@@ -125,16 +126,14 @@ void step_replay::setup_sharding() {
   // Data parallelism: which states each rank keeps a 1/n share of.
   dp = config.sharding;
   n = std::max<std::uint64_t>(config.dp_degree, 1);
-  params_sharded = shards_parameters(dp);
+  params_sharded = method.shards_params;
   // A vision tower that text-only batches never run gets no gradient on one GPU or under FSDP
   // (its units never run), so AdamW makes no states for it (torch.optim skips a None grad); DDP
   // zero-fills unused parameters' gradients (find_unused_parameters, which the unused tower
   // needs), and DeepSpeed ZeRO and Gemini flatten every parameter that requires grad into their
   // fp32 groups and states.
-  idle_tower_steps = dp == data_parallel::ddp || dp == data_parallel::zero1 ||
-                     dp == data_parallel::zero2 || dp == data_parallel::zero3 ||
-                     dp == data_parallel::gemini;
-  grads_sharded = params_sharded || dp == data_parallel::zero2;
+  idle_tower_steps = method.steps_unused_params;
+  grads_sharded = method.shards_grads;
   // PEFT's prepare_model_for_kbit_training, which the transformers QLoRA recipes run on an
   // unsharded 4-bit model (TRL SFTTrainer, the QLoRA paper's qlora.py; FSDP / ZeRO-3 QLoRA skip
   // it), casts every weight that is not 4-bit to fp32 (peft/utils/other.py); under bf16 TRL and
@@ -149,7 +148,7 @@ void step_replay::setup_sharding() {
   ctx.kbit_fp32_norms = kbit_prepared && !spec.norm_keeps_input_dtype;
   if (ctx.kbit_fp32_norms) ctx.r = 4;
   kbit_head_bytes = config.compute == compute_precision::amp_bf16 ? base_bytes : 4;
-  states_sharded = grads_sharded || dp == data_parallel::zero1;
+  states_sharded = method.shards_states;
   const offload_placement& off = config.offload;
   states_on_host = off.optimizer != offload_target::none;
   params_on_host = off.params != offload_target::none;
@@ -163,13 +162,12 @@ void step_replay::setup_sharding() {
   // FSDP's MixedPrecision gathers every parameter, the embeddings' included, in param_dtype, "the
   // dtype for forward and backward computation" (torch.distributed.fsdp.MixedPrecision docs): the
   // residual stream of an fp32 model runs in the compute dtype.
-  if (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op)
-    ctx.r = gathered_bytes;
+  if (method.gathers_in_compute_dtype) ctx.r = gathered_bytes;
   // Autocast copies fp32 weights to 16 bits; gathered (FSDP MixedPrecision) and 16-bit models
   // are already in the compute dtype.
   ctx.autocast_copies = ctx.amp && ctx.full && full_bytes == 4 && !params_sharded;
   // DeepSpeed ZeRO-3 gathers module by module (step_load.cpp size_deepspeed_gathers).
-  deepspeed3 = dp == data_parallel::zero3;
+  deepspeed3 = method.gathers_modules;
 }
 
 // A vision tower that text-only batches never run is stepped only where setup_sharding says.
@@ -210,8 +208,7 @@ void step_replay::setup_framework() {
   // gradient is kept until the last micro-batch (torch FullyShardedDataParallel.no_sync docs).
   // torchtune's recipes call backward() on every micro-batch without it, reduce-scattering
   // each time into the shard.
-  no_sync = (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op) &&
-            fw.fsdp_no_sync;
+  no_sync = method.fsdp && fw.fsdp_no_sync;
   unsynced.resize(spec.layers.size() + 1);
   // torch < 2.0's zero_grad zeroes the gradients in place (set_to_none=False): those the loop's
   // optimizer owns stay allocated into the next step, whose backward accumulates into them.
@@ -238,9 +235,7 @@ void step_replay::setup_framework() {
   // parameters", torch.distributed.fsdp FullyShardedDataParallel docs). litgpt's LoRA wraps
   // whole blocks (Lightning FSDPStrategy: auto_wrap_policy={Block}, use_orig_params=True);
   // PEFT's and torchtune's FSDP wrapping put the adapters in units of their own.
-  frozen_in_flat_params =
-      !ctx.full && fw.frozen_in_flat_params &&
-      (dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op);
+  frozen_in_flat_params = !ctx.full && fw.frozen_in_flat_params && method.fsdp;
 }
 
 void step_replay::describe_blocks() {

@@ -101,33 +101,20 @@ const char* context_parallel_kind_name(context_parallel_kind kind) {
   return kind == context_parallel_kind::ulysses ? "ulysses" : "ring";
 }
 
-bool shards_parameters(data_parallel dp) {
-  return dp == data_parallel::zero3 || dp == data_parallel::gemini ||
-         dp == data_parallel::fsdp_full_shard || dp == data_parallel::fsdp_shard_grad_op;
-}
+bool shards_parameters(data_parallel dp) { return data_parallel_of(dp).shards_params; }
 
 std::optional<data_parallel> data_parallel_named(const std::string& name) {
-  static const std::pair<const char*, data_parallel> methods[] = {
-      {"single", data_parallel::none},
-      {"ddp", data_parallel::ddp},
-      {"zero1", data_parallel::zero1},
-      {"zero2", data_parallel::zero2},
-      {"zero3", data_parallel::zero3},
-      {"gemini", data_parallel::gemini},
-      {"fsdp_full_shard", data_parallel::fsdp_full_shard},
-      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op}};
-  for (const auto& [method, value] : methods) {
-    if (name == method) return value;
+  for (const auto dp : {data_parallel::none, data_parallel::ddp, data_parallel::zero1,
+                        data_parallel::zero2, data_parallel::zero3, data_parallel::gemini,
+                        data_parallel::fsdp_full_shard, data_parallel::fsdp_shard_grad_op}) {
+    if (name == data_parallel_of(dp).name) return dp;
   }
   return std::nullopt;
 }
 
 // DeepSpeed ZeRO (zero1/2/3) and Colossal-AI (LowLevelZero as zero1/2, Gemini): engines that
 // convert the module to 16 bits under mixed precision and step with in-place Adam kernels.
-bool zero_engine(data_parallel dp) {
-  return dp == data_parallel::zero1 || dp == data_parallel::zero2 || dp == data_parallel::zero3 ||
-         dp == data_parallel::gemini;
-}
+bool zero_engine(data_parallel dp) { return data_parallel_of(dp).engine; }
 
 std::uint64_t full_model_weight_bytes(const training_config& config) {
   if (config.full_weight_bytes) return config.full_weight_bytes;
