@@ -73,6 +73,7 @@ void index_block_tensors(model_spec& spec) {
   for (auto& t : spec.tensors) {
     t.flow = linear_role::unknown;
     t.flow = linear_role_of(t);
+    t.module_name = module_of(t.name);
   }
   for (std::size_t i = 0; i < spec.tensors.size(); ++i) {
     const int layer = spec.tensors[i].layer;

@@ -12,30 +12,49 @@ namespace {
 // naming) reads by role, as validation points name targets (validation README: `q_proj`,
 // `k_proj`, `v_proj` cover a fused QKV matrix with one adapter; `up_proj` is a two-matrix MLP's
 // first matrix): q/k/v_proj the attention input, o_proj its output, gate/up_proj the MLP input,
-// down_proj its output, lm_head the output layer.
-bool names_role(const std::string& target, const tensor_spec& t, const std::string& module) {
+// down_proj its output, lm_head the output layer: the (at most three) such names a tensor answers
+// to.
+struct llama_aliases {
+  const char* names[3] = {nullptr, nullptr, nullptr};
+  bool matches(const std::string& target) const {
+    for (const char* name : names) {
+      if (name != nullptr && target == name) return true;
+    }
+    return false;
+  }
+};
+
+llama_aliases aliases_of(const tensor_spec& t, const std::string& module) {
   static const char* const llama_names[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
                                             "gate_proj", "up_proj", "down_proj"};
   for (const char* name : llama_names) {
-    if (module == name) return false;  // the model has the module itself
+    if (module == name) return {};  // the model has the module itself
   }
-  if (t.layer < 0) return target == "lm_head" && t.role == tensor_role::lm_head;
+  if (t.layer < 0) {
+    if (t.role == tensor_role::lm_head) return {{"lm_head", nullptr, nullptr}};
+    return {};
+  }
   // MoE routers and the shared expert's gate have no Llama-style name.
-  if (t.role == tensor_role::router || module == "shared_expert_gate") return false;
+  if (t.role == tensor_role::router || module == "shared_expert_gate") return {};
   // Separate projections under other names (BERT's query, key, value) match one each.
   static const std::pair<const char*, const char*> separate[] = {
       {"q_proj", "query"}, {"k_proj", "key"}, {"v_proj", "value"}, {"q_proj", "q"},
       {"k_proj", "k"},     {"v_proj", "v"},   {"o_proj", "o"}};
   for (const auto& [llama, other] : separate) {
-    if (module == other) return target == llama;
+    if (module == other) return {{llama, nullptr, nullptr}};
   }
-  const linear_role role = role_of(t);
-  if (target == "q_proj" || target == "k_proj" || target == "v_proj")
-    return role == linear_role::attention_in;
-  if (target == "o_proj") return role == linear_role::attention_out;
-  if (target == "gate_proj" || target == "up_proj") return role == linear_role::mlp_in;
-  if (target == "down_proj") return role == linear_role::mlp_out;
-  return false;
+  switch (role_of(t)) {
+    case linear_role::attention_in:
+      return {{"q_proj", "k_proj", "v_proj"}};
+    case linear_role::attention_out:
+      return {{"o_proj", nullptr, nullptr}};
+    case linear_role::mlp_in:
+      return {{"gate_proj", "up_proj", nullptr}};
+    case linear_role::mlp_out:
+      return {{"down_proj", nullptr, nullptr}};
+    default:
+      return {};
+  }
 }
 
 }  // namespace
@@ -46,11 +65,12 @@ bool adapter_target(const training_config& config, const tensor_spec& t) {
   if (t.role == tensor_role::router) return false;
   if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
     return false;
-  const std::string module = module_of(t.name);
+  const std::string& module = t.module_name.empty() ? module_of(t.name) : t.module_name;
+  const llama_aliases aliases = aliases_of(t, module);  // (read once, not once a target)
   for (const auto& target : config.lora_targets) {
     // PEFT's all-linear: every nn.Linear but the output layer, a vision tower's included.
     if (target == "all-linear" && t.role != tensor_role::lm_head) return true;
-    if (target == module || names_role(target, t, module)) return true;
+    if (target == module || aliases.matches(target)) return true;
   }
   return false;
 }

@@ -77,6 +77,9 @@ struct tensor_spec {
   bool kept_fp32 = false;
   // A linear's place in its block's data flow, read from its name once (linear_role_of).
   linear_role flow = linear_role::unknown;
+  // Its module's name (module_of: "q_proj" of "model.layers.0.self_attn.q_proj.weight"), read
+  // once with the flow; empty for a tensor made later (module_name_of reads it then).
+  std::string module_name{};
 
   std::uint64_t numel() const {
     std::uint64_t n = 1;
