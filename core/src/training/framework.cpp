@@ -23,9 +23,9 @@ bool llama_style_decoder(const model_spec& spec) {
 }
 
 std::optional<framework_profile> framework_named(const std::string& name) {
-  for (const auto framework : {framework_profile::transformers, framework_profile::litgpt,
-                               framework_profile::torchtune, framework_profile::unsloth,
-                               framework_profile::torchtitan}) {
+  for (const auto framework :
+       {framework_profile::transformers, framework_profile::litgpt, framework_profile::torchtune,
+        framework_profile::unsloth, framework_profile::torchtitan}) {
     if (name == framework_of(framework).name) return framework;
   }
   return std::nullopt;

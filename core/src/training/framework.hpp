@@ -14,10 +14,10 @@ namespace gpumem {
 
 // How the LM head and the loss run after the last block (step_loss.cpp).
 enum class loss_path {
-  upcast_logits,      // transformers: whole logits, an fp32 upcast, fp32 log-softmax
-  chunked_fp32,       // litgpt: 128-token head chunks, all cast to fp32, chunked cross-entropy
-  chunked_output,     // torchtune: 8 output chunks, each upcast for its cross-entropy
-  fused_chunks,       // unsloth: head and loss fused a chunk of tokens at a time
+  upcast_logits,   // transformers: whole logits, an fp32 upcast, fp32 log-softmax
+  chunked_fp32,    // litgpt: 128-token head chunks, all cast to fp32, chunked cross-entropy
+  chunked_output,  // torchtune: 8 output chunks, each upcast for its cross-entropy
+  fused_chunks,    // unsloth: head and loss fused a chunk of tokens at a time
 };
 
 struct framework_traits {
@@ -28,20 +28,20 @@ struct framework_traits {
   // Its 4-bit base is bitsandbytes' Linear4bit (MatMul4Bit), whose input-keeping follows the
   // bitsandbytes release; otherwise torchao's NF4 or the framework's own kernels.
   bool bitsandbytes_4bit = false;
-  bool quantizes_lm_head = false;  // the LM head is quantised with the blocks
+  bool quantizes_lm_head = false;           // the LM head is quantised with the blocks
   bool bf16_from_fp16_quant_state = false;  // 4-bit weights quantised from fp16, run in bf16
-  bool kbit_preparation = false;  // PEFT's prepare_model_for_kbit_training can run
-  bool unties_lm_head = false;    // a tied head becomes a weight of its own
-  double lora_dropout = 0.0;      // the LoRA dropout its recipes default to
+  bool kbit_preparation = false;            // PEFT's prepare_model_for_kbit_training can run
+  bool unties_lm_head = false;              // a tied head becomes a weight of its own
+  double lora_dropout = 0.0;                // the LoRA dropout its recipes default to
   // --- The loop ---
-  bool keeps_last_logits = false;  // the loop's variable holds them until the next forward
+  bool keeps_last_logits = false;    // the loop's variable holds them until the next forward
   bool keep_outputs_option = false;  // workload.keep_outputs can say the loop keeps `outputs`
-  bool model_losses = false;  // the model's own loss wrappers and workload.loss (plain CE)
+  bool model_losses = false;         // the model's own loss wrappers and workload.loss (plain CE)
   // Full fine-tuning on one GPU steps each parameter inside backward with a paged optimizer.
   bool steps_in_backward = false;
   adamw_implementation default_adamw = adamw_implementation::foreach;
   // --- Sharding ---
-  bool fsdp_no_sync = true;  // FSDP accumulation skips the reduce-scatter until the last
+  bool fsdp_no_sync = true;            // FSDP accumulation skips the reduce-scatter until the last
   bool frozen_in_flat_params = false;  // FSDP1 units mix frozen and trained tensors (LoRA)
   bool keeps_last_block_gathered = false;  // after the forward, for the backward that follows
   bool prefetches_backward = false;        // gathers the next block stepped back early

@@ -1,13 +1,14 @@
 // Every rule that refuses a training combination, run before any memory is counted: lengths and
 // sizes that would pass exact byte counts, adapter targets, and what each framework, parallel
 // method and offload accepts (check_training_combination).
+#include "training/step_checks.hpp"
+
 #include <algorithm>
 
 #include "gpumem/model/param_count.hpp"
-#include "training/adapter_targets.hpp"
 #include "parallel/data_parallel_method.hpp"
+#include "training/adapter_targets.hpp"
 #include "training/framework.hpp"
-#include "training/step_checks.hpp"
 #include "training/step_replay.hpp"
 
 namespace gpumem {
@@ -60,9 +61,8 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
                      std::to_string(spec.num_heads / tp) + ") and key/value heads (" +
                      std::to_string(spec.num_kv_heads / tp) + ") of each tensor-parallel rank"};
   }
-  if (ring &&
-      kernel_run(spec, config.attention, framework_of(config).transformers_modelling) ==
-          attention_kernel::eager) {
+  if (ring && kernel_run(spec, config.attention, framework_of(config).transformers_modelling) ==
+                  attention_kernel::eager) {
     return error{"request.invalid_value", "workload.attention",
                  "[workload.attention] ring attention runs a fused kernel: use sdpa or flash (or "
                  "cp_kind ulysses for eager attention)"};
@@ -74,7 +74,6 @@ std::optional<error> check_context_parallel(const model_spec& spec, const traini
   }
   return std::nullopt;
 }
-
 
 // An LLM.int8 base as transformers loads it for PEFT (load_in_8bit): bitsandbytes' Int8Params
 // are whole int8 matrices with their row scales, which no framework here shards or splits
@@ -232,7 +231,6 @@ std::optional<error> check_encoder_decoder(const model_spec& spec, const trainin
 }
 }  // namespace
 
-
 // The LM head a tied model shares with its embedding, as a tensor of its own.
 tensor_spec tied_lm_head(const model_spec& spec) {
   tensor_spec head;
@@ -362,8 +360,7 @@ std::optional<error> check_llama_adapter(const model_spec& spec, const training_
 }
 
 std::optional<error> check_ia3(const training_config& config) {
-  if (config.finetune == finetune_kind::ia3 &&
-      !framework_of(config).peft) {
+  if (config.finetune == finetune_kind::ia3 && !framework_of(config).peft) {
     return error{"request.invalid_value", "workload.finetune",
                  "[workload.finetune] ia3 is PEFT's: framework transformers"};
   }

@@ -19,4 +19,3 @@ std::optional<error> check_training_combination(const model_spec& spec,
                                                 const training_config& config);
 
 }  // namespace gpumem
-

@@ -98,8 +98,7 @@ void step_replay::forward_micro_batch(bool stepped_back) {
   if (stage_masked) {
     const std::uint64_t bytes = config.micro_batch * ctx.seq * ctx.seq;
     if (checkpointed)
-      (stepped_back ? saved[stage.first] : waiting)
-          .push_back(tl.allocate(bytes, cat::activations));
+      (stepped_back ? saved[stage.first] : waiting).push_back(tl.allocate(bytes, cat::activations));
     else
       bool_mask = tl.allocate(bytes, cat::activations);
   }

@@ -113,10 +113,10 @@ void step_replay::loss_unsloth() {
           gpu.memory_bytes > used ? static_cast<double>(gpu.memory_bytes - used) : 0.0;
       target = std::max(std::min(cap, free / 2), 1.0);
     }
-    unsloth_chunks = unsloth_loss_chunks(t_tokens, output.cols, target, static_cast<double>(hidden));
+    unsloth_chunks =
+        unsloth_loss_chunks(t_tokens, output.cols, target, static_cast<double>(hidden));
   }
-  tl.free(
-      tl.allocate(14 * ceil_div(t_tokens, unsloth_chunks) * output.cols, cat::logits_and_loss));
+  tl.free(tl.allocate(14 * ceil_div(t_tokens, unsloth_chunks) * output.cols, cat::logits_and_loss));
   tl.free(normed);
 }
 

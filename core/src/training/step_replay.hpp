@@ -16,8 +16,8 @@
 
 #include "gpumem/runtime/memory_timeline.hpp"
 #include "gpumem/training/training_step.hpp"
-#include "training/block_activations.hpp"
 #include "parallel/data_parallel_method.hpp"
+#include "training/block_activations.hpp"
 #include "training/framework.hpp"
 
 namespace gpumem {

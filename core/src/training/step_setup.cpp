@@ -10,7 +10,10 @@ namespace gpumem {
 
 step_replay::step_replay(const model_spec& model, const training_config& run_config,
                          const gpu_spec& device, const std::vector<std::string>& unmatched_targets)
-    : spec(model), config(run_config), gpu(device), fw(framework_of(run_config)),
+    : spec(model),
+      config(run_config),
+      gpu(device),
+      fw(framework_of(run_config)),
       method(data_parallel_of(run_config.sharding)),
       ctx{model, run_config} {
   setup_stage();
@@ -99,9 +102,9 @@ void step_replay::setup_precision() {
   pure = config.compute == compute_precision::pure_bf16 ||
          config.compute == compute_precision::pure_fp16;
   full_bytes = full_model_weight_bytes(config);
-  base_bytes = ctx.full ? full_bytes
-                        : (config.base_weight_bytes ? config.base_weight_bytes
-                                                    : (ctx.c == 4 ? 4 : 2));
+  base_bytes = ctx.full
+                   ? full_bytes
+                   : (config.base_weight_bytes ? config.base_weight_bytes : (ctx.c == 4 ? 4 : 2));
   // PEFT upcasts adapters to fp32 under mixed precision (autocast_adapter_dtype=True); before
   // 0.12 they took the dtype of a 16-bit or fp32 base layer (a quantised one's adapters stay
   // fp32: nn.Linear's default dtype, and PEFT's kbit preparation casts to fp32 anyway).
@@ -187,8 +190,7 @@ std::uint64_t step_replay::state_bytes(std::uint64_t param_bytes) const {
 
 void step_replay::setup_framework() {
   // torchtitan's per-op selective checkpointing checkpoints every block (block_memory::op_cache).
-  checkpointed =
-      config.grad_ckpt || (fw.per_op_selective_recompute && config.selective_recompute);
+  checkpointed = config.grad_ckpt || (fw.per_op_selective_recompute && config.selective_recompute);
   // torchtune's single-device full fine-tuning recipes step each parameter inside backward
   // (optimizer_in_bwd: its gradient is freed right after) with a paged bitsandbytes optimizer,
   // whose states live in CUDA unified memory outside PyTorch's allocator

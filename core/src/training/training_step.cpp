@@ -11,7 +11,6 @@
 
 namespace gpumem {
 
-
 namespace {
 constexpr std::pair<const char*, offload_target> offload_targets[] = {
     {"none", offload_target::none}, {"cpu", offload_target::cpu}, {"nvme", offload_target::nvme}};
@@ -172,8 +171,7 @@ std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
 std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const training_config& config) {
   // Inputs of at most 2^20 elements stay on the GPU (MINIMUM_SIZE); unsloth runs 16-bit.
   const std::uint64_t elements = config.micro_batch * config.seq_len * spec.hidden_size;
-  if (!framework_of(config).host_checkpointing || !config.grad_ckpt ||
-      elements <= (1ULL << 20))
+  if (!framework_of(config).host_checkpointing || !config.grad_ckpt || elements <= (1ULL << 20))
     return 0;
   return spec.layers.size() * elements * compute_bytes(config.compute);
 }

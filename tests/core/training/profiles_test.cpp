@@ -15,10 +15,14 @@ namespace {
 constexpr framework_profile frameworks[] = {
     framework_profile::transformers, framework_profile::litgpt, framework_profile::torchtune,
     framework_profile::unsloth, framework_profile::torchtitan};
-constexpr data_parallel methods[] = {
-    data_parallel::none,   data_parallel::ddp,    data_parallel::zero1,
-    data_parallel::zero2,  data_parallel::zero3,  data_parallel::gemini,
-    data_parallel::fsdp_full_shard, data_parallel::fsdp_shard_grad_op};
+constexpr data_parallel methods[] = {data_parallel::none,
+                                     data_parallel::ddp,
+                                     data_parallel::zero1,
+                                     data_parallel::zero2,
+                                     data_parallel::zero3,
+                                     data_parallel::gemini,
+                                     data_parallel::fsdp_full_shard,
+                                     data_parallel::fsdp_shard_grad_op};
 
 TEST_CASE("every framework profile is named once and read back by its name") {
   std::set<std::string> names;
@@ -82,8 +86,8 @@ TEST_CASE("data-parallel facts: ZeRO's stages nest, engines and pipelines as doc
                         dp == data_parallel::zero3 || dp == data_parallel::gemini;
     CHECK(t.engine == engine);
     // Pipelines replicate their stages over DDP or ZeRO-1 only.
-    const bool pipeline = dp == data_parallel::none || dp == data_parallel::ddp ||
-                          dp == data_parallel::zero1;
+    const bool pipeline =
+        dp == data_parallel::none || dp == data_parallel::ddp || dp == data_parallel::zero1;
     CHECK(t.beside_pipeline == pipeline);
     // Only a sharded method gathers, and only FSDP keeps unsharded gradients under no_sync.
     if (t.gathers_modules || t.gathers_in_compute_dtype) CHECK(t.shards_params);

@@ -41,8 +41,8 @@ data_parallel_traits fsdp(bool full_shard) {
 const data_parallel_traits& pytorch_data_parallel(data_parallel dp) {
   static const data_parallel_traits none = single(), replicated = ddp(), full = fsdp(true),
                                     grad_op = fsdp(false);
-  return dp == data_parallel::ddp               ? replicated
-         : dp == data_parallel::fsdp_full_shard ? full
+  return dp == data_parallel::ddp                  ? replicated
+         : dp == data_parallel::fsdp_full_shard    ? full
          : dp == data_parallel::fsdp_shard_grad_op ? grad_op
                                                    : none;
 }
