@@ -1,18 +1,20 @@
 #include "training/block_activations.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include "training/adapter_targets.hpp"
+#include "training/block_builder.hpp"
 
 namespace gpumem {
-
-namespace {
 
 // Whether a quantised base linear holds the very tensor it reads in bitsandbytes' ctx.tensors
 // (see linear_input): MatMul8bitLt always, MatMul4Bit when its input needed no cast.
 bool holds_own_input(const step_context& ctx, std::uint64_t input_bytes) {
   return ctx.base_keeps_input && (ctx.int8_base || input_bytes == ctx.c);
 }
+
+namespace {
 
 // The input a linear keeps for its weight gradient (autograd saves what the backward of the
 // trainable operands needs; aten mm: the input only when the weight requires grad).
@@ -145,6 +147,8 @@ void dora_terms(block_memory& m, const step_context& ctx, const tensor_spec& w) 
   m.adapter_backward = std::max(m.adapter_backward, 2 * ctx.tokens * out * p);
 }
 
+}  // namespace
+
 // Norm saves over `rows` rows of `width` / `rows` per token (one row a token for the hidden
 // norms, one a head for Qwen3's and Gemma 3's q_norm and k_norm). RMSNorm (LlamaRMSNorm): the
 // fp32 input, rsqrt per row, and (when its weight trains) the normalised input — in the input
@@ -176,8 +180,6 @@ void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
     m.saved.push_back(8 * t * rows);
   }
 }
-
-}  // namespace
 
 // The element size of a norm's output: RMSNorm returns the input dtype; LayerNorm runs in fp32
 // under autocast; an fp32 norm weight (PEFT's kbit preparation) makes it fp32 where the weight
@@ -281,21 +283,9 @@ void ia3_terms(block_memory& m, const step_context& ctx, const tensor_spec& w,
 
 }  // namespace
 
-block_memory block_memory_of(const step_context& ctx, int layer_index) {
-  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
-  const auto& spec = ctx.spec;
-  const std::uint64_t t = ctx.tokens;
-  const std::uint64_t th = ctx.h_tokens;  // tokens of hidden-width tensors
-  const std::uint64_t c = ctx.c;
-  const std::uint64_t h = spec.hidden_size;
-  // Under tensor parallelism each rank runs heads / t of the attention and i / t of the MLP.
-  const std::uint64_t heads = spec.num_heads / ctx.tp;
-  const std::uint64_t q = heads * spec.head_dim;
-  const std::uint64_t kv = spec.num_kv_heads / ctx.tp * spec.head_dim;
-  block_memory m;
-
-  // The block's linear weights, in order, with their trainability and adapters.
-  std::vector<const tensor_spec*> linears;
+// The block's linears and the adapters on them, with the copies a quantised or autocast weight
+// makes for its matmuls.
+void block_builder::collect_linears() {
   for_each_block_tensor(spec, parameter_block(spec, layer_index), [&](const tensor_spec& tensor) {
     if (tensor.is_bias) return;
     if (tensor.module == module_kind::linear || tensor.module == module_kind::conv1d) {
@@ -314,252 +304,63 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
       if (ctx.autocast_copies) m.weight_copies.push_back(local * c);  // autocast's weight cache
     }
   });
-  std::vector<bool> adapted(linears.size());
-  std::vector<bool> ia3_scaled(linears.size());
-  for (std::size_t i = 0; i < linears.size(); ++i) {
-    adapted[i] = lora_target(ctx.config, *linears[i]);
-    ia3_scaled[i] = ia3_target(ctx.config, *linears[i]);
+  adapted.resize(linears.size());
+  ia3_scaled.resize(linears.size());
+  for (std::size_t j = 0; j < linears.size(); ++j) {
+    adapted[j] = lora_target(ctx.config, *linears[j]);
+    ia3_scaled[j] = ia3_target(ctx.config, *linears[j]);
   }
-  // The linears of `role` reading an input of `input_bytes` per element over the tokens of `at`
-  // (the block's own, or the encoder's for cross-attention's keys and values).
-  auto feed_over = [&](const step_context& at, linear_role role, std::uint64_t input_bytes,
-                       bool& shared) {
-    // litgpt fuses q, k and v into one linear whose LoRA (LoRAQKVLinear) drops its input out
-    // once for all enabled projections (litgpt/lora.py).
-    const bool fused_qkv =
-        at.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
-    bool dropped_out = false;
-    for (std::size_t i = 0; i < linears.size(); ++i) {
-      const tensor_spec* w = linears[i];
-      if (role_of(*w) == role) {
-        // (Read once per block for its own configuration: PEFT's name matching is string work.)
-        const bool own = &at.config == &ctx.config;
-        const bool adapter = own ? adapted[i] : lora_target(at.config, *w);
-        // Column-parallel layers read the hidden-width input (kept sequence-split under SP and
-        // all-gathered again for backward); row-parallel ones their rank's slice.
-        const std::uint64_t elems =
-            column_parallel(*w) ? at.h_tokens * tensor_in(*w) : at.tokens * local_in(*w, at.tp);
-        linear_input(m, at, elems, input_bytes, at.full, adapter, !(fused_qkv && dropped_out),
-                     shared);
-        dropped_out = dropped_out || adapter;
-        if (adapter && at.config.dora) dora_terms(m, at, *w);
-        if (own ? ia3_scaled[i] : ia3_target(at.config, *w))
-          ia3_terms(m, at, *w, elems, input_bytes, shared);
-        // LLaMA-Adapter v2's adapter_scale * (linear(x) + adapter_bias) keeps the sum for the
-        // scale's gradient.
-        if (at.config.finetune == finetune_kind::llama_adapter_v2)
-          m.saved.push_back(c * at.tokens * local_out(*w, at.tp));
-      }
-    }
-  };
-  auto feed = [&](linear_role role, std::uint64_t input_bytes, bool& shared) {
-    feed_over(ctx, role, input_bytes, shared);
-  };
-  // litgpt computes soft-capped attention by hand (litgpt/model.py CausalSelfAttention
-  // scaled_dot_product_attention: q @ k.mT, tanh cap, fp32 softmax cast back, @ v), whatever
-  // kernel is asked for.
-  // (T5's runs eager whatever is asked for: kernel_run.)
-  const bool softcap = spec.attention_softcap > 0;
-  const bool transformers = ctx.config.framework == framework_profile::transformers;
-  const attention_kernel kernel = kernel_run(spec, ctx.config.attention, transformers);
-  const bool eager = kernel == attention_kernel::eager ||
-                     (softcap && ctx.config.framework == framework_profile::litgpt);
+}
 
-  // 1. The norm before attention; its output feeds the q/k/v projection(s).
-  // (OLMo 2 has none: the projections read the residual stream.)
-  bool input_saved = false;
-  if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, input_saved, th, 1);
-  if (input_saved) m.saved.push_back(ctx.r * th * h);
-  const std::uint64_t y1_bytes = spec.pre_norms ? norm_output_bytes(ctx, ctx.r) : ctx.r;
-  bool y1_shared = false;
-  feed(linear_role::attention_in, y1_bytes, y1_shared);
-  if (spec.parallel_block && !spec.parallel_mlp_norm)
-    feed(linear_role::mlp_in, y1_bytes, y1_shared);
-  if (y1_shared) m.saved.push_back(y1_bytes * th * h);
-  if (holds_own_input(ctx, y1_bytes)) m.retained += y1_bytes * th * h;
-  // Sequence parallelism all-gathers the full-sequence input of the column-parallel layers.
-  if (ctx.config.sequence_parallel) m.transient = std::max(m.transient, y1_bytes * t * h);
-  // Qwen3's and Gemma 3's q_norm and k_norm take each head of the projections' outputs
-  // (modeling_qwen3.py Qwen3Attention: q_norm(q_proj(x).view(..., head_dim)) before RoPE).
-  // OLMo 2's span all heads at once: one row a token.
-  if (spec.qk_norm) {
-    const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
-    const std::uint64_t q_rows = spec.qk_norm_per_head ? heads : 1;
-    const std::uint64_t kv_rows = spec.qk_norm_per_head ? kv_heads : 1;
-    for (const auto& [width, rows] : {std::pair{q, q_rows}, std::pair{kv, kv_rows}}) {
-      bool kept = false;
-      norm_saves(m, ctx, width, c, kept, t, rows);
-      if (kept) m.saved.push_back(c * t * width);
+// The linears of `role` reading an input of `input_bytes` per element over the tokens of `at`
+// (the block's own, or the encoder's for cross-attention's keys and values).
+void block_builder::feed_over(const step_context& at, linear_role role, std::uint64_t input_bytes,
+                              bool& shared) {
+  // litgpt fuses q, k and v into one linear whose LoRA (LoRAQKVLinear) drops its input out
+  // once for all enabled projections (litgpt/lora.py).
+  const bool fused_qkv =
+      at.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
+  bool dropped_out = false;
+  for (std::size_t j = 0; j < linears.size(); ++j) {
+    const tensor_spec* w = linears[j];
+    if (role_of(*w) == role) {
+      // (Read once per block for its own configuration: PEFT's name matching is string work.)
+      const bool own = &at.config == &ctx.config;
+      const bool adapter = own ? adapted[j] : lora_target(at.config, *w);
+      // Column-parallel layers read the hidden-width input (kept sequence-split under SP and
+      // all-gathered again for backward); row-parallel ones their rank's slice.
+      const std::uint64_t elems =
+          column_parallel(*w) ? at.h_tokens * tensor_in(*w) : at.tokens * local_in(*w, at.tp);
+      linear_input(m, at, elems, input_bytes, at.full, adapter, !(fused_qkv && dropped_out),
+                   shared);
+      dropped_out = dropped_out || adapter;
+      if (adapter && at.config.dora) dora_terms(m, at, *w);
+      if (own ? ia3_scaled[j] : ia3_target(at.config, *w))
+        ia3_terms(m, at, *w, elems, input_bytes, shared);
+      // LLaMA-Adapter v2's adapter_scale * (linear(x) + adapter_bias) keeps the sum for the
+      // scale's gradient.
+      if (at.config.finetune == finetune_kind::llama_adapter_v2)
+        m.saved.push_back(c * at.tokens * local_out(*w, at.tp));
     }
   }
-  // Llama 4's RoPE layers L2-normalise each head of the roped q and k in fp32 with no weight
-  // (Llama4TextL2Norm: x.float() * rsqrt(mean(x^2) + eps), cast back): the fp32 copies and an
-  // inverse norm a head. (Its complex RoPE and its NoPE layers' temperature scaling multiply by
-  // constants and keep only those.)
-  if (spec.layers[static_cast<std::size_t>(layer_index)].l2_qk_norm) {
-    const std::uint64_t kv_heads = spec.num_kv_heads / ctx.tp;
-    m.saved.push_back(4 * t * (q + kv) + 4 * t * (heads + kv_heads));
-  }
-  // DeepSeek's latent attention (DeepseekV3Attention): q_a_proj's and kv_a_proj_with_mqa's
-  // latents (16-bit outputs) go through their RMSNorms (whose fp32 weight, under autocast, makes
-  // the output fp32) into q_b_proj and kv_b_proj.
-  if (spec.mla) {
-    const auto& dims = spec.mla_dims;
-    for (const auto& [role, width] : {std::pair{linear_role::latent_q, dims.q_lora_rank},
-                                      std::pair{linear_role::latent_kv, dims.kv_lora_rank}}) {
-      if (width == 0) continue;  // a full-rank q_proj
-      bool kept = false;
-      norm_saves(m, ctx, width, c, kept, t, 1);
-      if (kept) m.saved.push_back(c * t * width);
-      bool shared = false;
-      feed(role, ctx.r, shared);
-      if (shared) m.saved.push_back(ctx.r * t * width);
-      if (holds_own_input(ctx, ctx.r)) m.retained += ctx.r * t * width;
-    }
-  }
+}
 
-  // 2. Attention. SDPA's fused kernels keep q, k, v, the output and the log-sum-exp. PyTorch
-  // picks flash for 16-bit inputs and memory-efficient attention for fp32, which does not take
-  // grouped-query attention (enable_gqa), so fp32 GQA falls back to the math kernel
-  // (torch/backends/cuda sdp_utils: check_gqa / can_use_mem_efficient_attention), which
-  // materialises the scores like eager attention does. Eager attention keeps the fp32
-  // softmax, its 16-bit cast and K/V repeated to all heads.
-  // Ulysses attends over the whole sequence with heads / cp of the heads; otherwise a rank's
-  // queries meet its own tokens' keys (ring attention is refused with eager kernels).
-  const bool ulysses = ctx.cp > 1 && ctx.config.cp_kind == context_parallel_kind::ulysses;
-  const std::uint64_t scores =
-      ulysses ? ctx.config.micro_batch * (heads / ctx.cp) * ctx.config.seq_len * ctx.config.seq_len
-              : ctx.config.micro_batch * heads * ctx.seq * ctx.seq;
-  const bool math_sdpa =
-      kernel == attention_kernel::sdpa && !eager && sdpa_math_kernel(spec, c, transformers);
-  // A windowed layer's masked SDPA (sdpa_window_mask): the memory-efficient kernel keeps for
-  // backward the additive mask it converts the boolean one into, B x s x s in the query's dtype,
-  // in every such layer (aten convert_boolean_attn_mask).
-  const bool masked_sdpa =
-      transformers && kernel == attention_kernel::sdpa && !eager && !math_sdpa && ctx.cp == 1 &&
-      sdpa_window_mask(spec.layers[static_cast<std::size_t>(layer_index)], ctx.seq);
-  // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
-  // before SDPA; transformers passes enable_gqa, but only without a mask (use_gqa_in_sdpa),
-  // repeating K/V otherwise (litgpt/model.py CausalSelfAttention,
-  // torchtune/modules/attention.py MultiHeadAttention, transformers sdpa_attention.py).
-  const bool expanded_kv = (!transformers || masked_sdpa) && kv < q;
-  // Latent attention keeps its queries and keys (the rotary part concatenated to each head) and
-  // kv_b_proj's whole output, of which the values are a view; its values are v_head_dim wide.
-  const std::uint64_t values = spec.mla ? heads * spec.mla_dims.v_head_dim : q;
-  if (spec.mla) {
-    m.saved.push_back(
-        c * t * (2 * q + heads * (spec.mla_dims.qk_nope_head_dim + spec.mla_dims.v_head_dim)));
-  } else {
-    m.saved.push_back(c * t * (q + 2 * (expanded_kv ? q : kv)));
-  }
-  // Values that are a view of a fused q/k/v output keep all of it alive (q + 2 kv), beside the
-  // roped q and k counted above as the projections' own outputs: q + kv more, unless K/V were
-  // repeated into copies (litgpt/model.py CausalSelfAttention: qkv.split, view, transpose, RoPE
-  // concatenated back; transformers modeling_gpt_neox.py, modeling_phi3.py; measured with
-  // tools/measure/saved_tensors.py: 6 B*h for the values' storage where separate projections
-  // keep 2).
-  const bool repeated_kv = expanded_kv || (eager && kv < q);
-  const bool fused_values = (ctx.config.framework == framework_profile::litgpt ||
-                             (transformers && spec.values_view_fused_qkv)) &&
-                            !spec.mla && !repeated_kv && !math_sdpa;
-  if (fused_values) m.saved.push_back(c * t * (q + kv));
-  // The tensors as large as the scores: kept for backward, or under selective recomputation
-  // (Korthikanti et al. 2022, Megatron-LM --recompute-granularity selective) recomputed in the
-  // block's backward.
-  std::uint64_t quadratic = 0;
-  const auto keep_quadratic = [&](std::uint64_t bytes) {
-    if (ctx.config.selective_recompute) {
-      quadratic += bytes;
-    } else {
-      m.saved.push_back(bytes);
-    }
-  };
-  // Eager attention over `elems` scores: the softmax output (fp32 under autocast or when the
-  // code asks for it, as litgpt's soft cap does) and the 16-bit tensor the product with V keeps:
-  // the softmax's cast back, or, with attention dropout, dropout's output, whose backward needs
-  // only its mask (the cast then lives only until dropout has run).
-  const auto eager_core = [&](std::uint64_t elems) {
-    const bool fp32_softmax = ctx.amp || spec.eager_softmax_fp32 || softcap;
-    const std::uint64_t probs = fp32_softmax ? 4 : c;
-    keep_quadratic(probs * elems);
-    if (probs != c && spec.attention_dropout == 0) keep_quadratic(c * elems);
-    if (softcap) keep_quadratic(c * elems);                             // tanh keeps its output
-    if (spec.attention_dropout > 0) keep_quadratic(elems + c * elems);  // mask + output
-    m.transient = std::max(m.transient, 2 * c * elems);                 // scaled and masked scores
-  };
-  if (math_sdpa) {
-    // In fp32: q and k scaled by sqrt(scale), v (repeated to every head for fp32 GQA; one
-    // broadcast head when 16-bit inputs reach the math kernel unexpanded), the softmax output;
-    // the scores before it are the transient.
-    const bool broadcast = c != 4;
-    m.saved.push_back(4 * t * (q + 2 * (broadcast ? kv : q)));
-    keep_quadratic(4 * scores);
-    if (spec.attention_dropout > 0) keep_quadratic(scores + 4 * scores);  // mask + output
-    m.transient = std::max(m.transient, 4 * scores);
-  } else if (eager) {
-    if (kv < q && !expanded_kv) m.saved.push_back(2 * c * t * q);  // repeat_kv
-    eager_core(scores);
-  } else {
-    m.saved.push_back(c * t * values);  // output
-    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
-    if (masked_sdpa) m.saved.push_back(c * ctx.config.micro_batch * ctx.seq * ctx.seq);
-  }
-  m.masked_attention = masked_sdpa;
-  const bool adapter_block =
-      (ctx.config.finetune == finetune_kind::llama_adapter_v1 ||
-       ctx.config.finetune == finetune_kind::llama_adapter_v2) &&
-      static_cast<std::uint64_t>(layer_index) >= ctx.config.adapter_start_layer;
-  if (adapter_block) {
-    // LLaMA-Adapter: a second SDPA of the queries over the prompt's keys and values; its output
-    // (kept by the kernel and by the gate's product) and log-sum-exp. The prompt's own q/k/v
-    // are adapter_prompt_length rows.
-    m.saved.push_back(c * t * q);
-    m.saved.push_back(4 * ctx.config.micro_batch * heads * ctx.seq);
-  }
+void block_builder::feed(linear_role role, std::uint64_t input_bytes, bool& shared) {
+  feed_over(ctx, role, input_bytes, shared);
+}
 
-  // 3. Output projection (reads the attention output, made contiguous).
-  bool o_shared = false;
-  feed(linear_role::attention_out, c, o_shared);
-  if (o_shared) m.saved.push_back(c * t * values);
-  if (ctx.base_keeps_input) m.retained += c * t * values;
-  // Gemma 2's and 3's post_attention_layernorm and post_feedforward_layernorm normalise the
-  // attention's and the MLP's outputs before the residual adds.
-  const auto post_norm = [&] {
-    if (!spec.post_norms) return;
-    bool kept = false;
-    norm_saves(m, ctx, h, c, kept, th, 1);
-    if (kept) m.saved.push_back(c * th * h);
-  };
-  post_norm();
+// Gemma 2's and 3's post_attention_layernorm and post_feedforward_layernorm normalise the
+// attention's and the MLP's outputs before the residual adds.
+void block_builder::post_norm() {
+  if (!spec.post_norms) return;
+  bool kept = false;
+  norm_saves(m, ctx, h, c, kept, th, 1);
+  if (kept) m.saved.push_back(c * th * h);
+}
 
-  // 3b. Cross-attention (T5LayerCrossAttention): a norm; queries from it, keys and values from
-  // the encoder's output (the memory, B x s_enc tokens); eager scores over the encoder's
-  // positions (their position bias is the step's); the output projection.
-  const layer_spec& layer = spec.layers[static_cast<std::size_t>(layer_index)];
-  if (layer.cross_attention) {
-    bool x_saved = false;
-    norm_saves(m, ctx, h, ctx.r, x_saved, th, 1);
-    if (x_saved) m.saved.push_back(ctx.r * th * h);
-    const std::uint64_t x_bytes = norm_output_bytes(ctx, ctx.r);
-    bool xq_shared = false;
-    feed(linear_role::cross_query, x_bytes, xq_shared);
-    if (xq_shared) m.saved.push_back(x_bytes * th * h);
-    if (holds_own_input(ctx, x_bytes)) m.retained += x_bytes * th * h;
-    step_context memory = ctx;
-    memory.seq = ctx.memory_seq;
-    memory.tokens = ctx.memory_tokens;
-    memory.h_tokens = ctx.memory_tokens;
-    feed_over(memory, linear_role::cross_memory, x_bytes, m.keeps_memory);
-    m.saved.push_back(c * (t * q + 2 * ctx.memory_tokens * kv));  // its q, k and v
-    eager_core(ctx.config.micro_batch * heads * ctx.seq * ctx.memory_seq);
-    bool xo_shared = false;
-    feed(linear_role::cross_out, c, xo_shared);
-    if (xo_shared) m.saved.push_back(c * t * q);
-    if (ctx.base_keeps_input) m.retained += c * t * q;
-  }
-
-  // 4. MLP, after a second norm unless attention and MLP run in parallel.
-  std::uint64_t mlp_in_bytes = y1_bytes;
+// 4. MLP, after a second norm unless attention and MLP run in parallel.
+void block_builder::mlp_norm() {
+  mlp_in_bytes = y1_bytes;
   if (!spec.parallel_block || spec.parallel_mlp_norm) {
     bool mid_saved = false;
     if (spec.pre_norms) norm_saves(m, ctx, h, ctx.r, mid_saved, th, 1);
@@ -571,14 +372,16 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
     if (y2_shared) m.saved.push_back(mlp_in_bytes * th * h);
     if (holds_own_input(ctx, mlp_in_bytes)) m.retained += mlp_in_bytes * th * h;
   }
-  // A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
-  // its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
-  // so the gated MLP's saved tensors span k x the expert width plus the shared width. Llama 4's
-  // runs every token through all E experts (moe_spec::dense_dispatch).
+}
+
+// A mixture-of-experts block (transformers 5's MixtralExperts and kin): each token runs through
+// its top-k experts (on average k/E of the tokens reach each expert) and the shared expert(s),
+// so the gated MLP's saved tensors span k x the expert width plus the shared width. Llama 4's
+// runs every token through all E experts (moe_spec::dense_dispatch).
+void block_builder::moe_experts() {
   const std::uint64_t experts_read = spec.moe.experts_run();
   const std::uint64_t routed = layer.moe ? experts_read * spec.moe.expert_intermediate / ctx.tp : 0;
-  const std::uint64_t i =
-      layer.moe ? routed + spec.moe.shared_intermediate / ctx.tp : spec.intermediate_size / ctx.tp;
+  i = layer.moe ? routed + spec.moe.shared_intermediate / ctx.tp : spec.intermediate_size / ctx.tp;
   if (layer.moe) {
     const std::uint64_t e = spec.moe.num_experts;
     const std::uint64_t k = spec.moe.experts_per_token;
@@ -615,9 +418,12 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
         m.weight_copies.push_back(e * 3 * spec.moe.expert_intermediate * h * c / ctx.tp);
     }
   }
-  // bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), as MatMul8bitLt does
-  // (int8_scaled_mm(..., dtype=A.dtype)), so a quantised MLP runs in the dtype its norm hands it.
-  const std::uint64_t mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
+}
+
+// bitsandbytes' Linear4bit returns its input's dtype (out.to(inp_dtype)), as MatMul8bitLt does
+// (int8_scaled_mm(..., dtype=A.dtype)), so a quantised MLP runs in the dtype its norm hands it.
+void block_builder::mlp() {
+  mlp_bytes = ctx.quantized ? mlp_in_bytes : c;
   // The activation's output, which the product (gated) or the down projection reads, is the
   // tensor the activation itself keeps when it keeps its output.
   const bool output_kept_by_activation = activation_keeps_output(spec.activation);
@@ -655,19 +461,26 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
       output_kept_by_activation && !spec.gated_mlp && !dropped_before_down;
   if (down_shared && !down_reads_kept_output) m.saved.push_back(mlp_bytes * t * i);
   if (holds_own_input(ctx, mlp_bytes)) m.retained += mlp_bytes * t * i;
-  post_norm();
-  // The residual dropout masks (bool), one per sublayer.
-  if (spec.hidden_dropout > 0) m.saved.push_back((layer.cross_attention ? 3 : 2) * th * h);
+}
 
-  // Busiest moment besides what is saved: the MLP product before down-projection and the
-  // residual stream; during backward the gradients of the MLP's intermediates.
+// The residual dropout masks (bool), one per sublayer.
+void block_builder::residual_dropout() {
+  if (spec.hidden_dropout > 0) m.saved.push_back((layer.cross_attention ? 3 : 2) * th * h);
+}
+
+// Busiest moment besides what is saved: the MLP product before down-projection and the
+// residual stream; during backward the gradients of the MLP's intermediates.
+void block_builder::busiest_moments() {
   m.transient = std::max(m.transient, mlp_bytes * t * i + ctx.r * th * h);
   m.backward_transient += 3 * mlp_bytes * t * i + 2 * ctx.r * th * h;
   m.backward_transient = std::max(m.backward_transient, m.adapter_backward);
   // Selective recomputation: the attention core made again for its backward (as the kept
   // tensors are alive there otherwise).
   m.backward_transient = std::max(m.backward_transient, quadratic);
-  // Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
+}
+
+// Context parallelism's attention, at its busiest (t is this rank's share of the tokens).
+void block_builder::context_parallel_peaks() {
   if (ctx.cp > 1) {
     const std::uint64_t kv_chunk = c * t * 2 * kv;  // one rank's keys and values
     if (ulysses) {
@@ -688,14 +501,17 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
       m.backward_transient = std::max(m.backward_transient, 2 * c * t * q + 5 * kv_chunk);
     }
   }
-  // torchtitan's per-op selective checkpointing (torchtitan/models/llama3/parallelize.py
-  // _apply_ac_to_transformer_block, selective_ac_option "op"): the block is checkpointed, but its
-  // forward keeps the outputs of the ops in _save_list — the attention kernel's (output and
-  // log-sum-exp) and aten.mm's, except every second matmul of the block. Its Llama runs wq, wk,
-  // wv, wo, w1 (gate), w3 (up), w2 (down), whatever a checkpoint fuses: the q, v, gate and down
-  // projections' outputs are kept, in the order they are made; k, o and up are recomputed.
-  // Under sequence parallelism the list's reduce_scatter_tensor keeps the attention's and the
-  // MLP's reduce-scattered outputs too.
+}
+
+// torchtitan's per-op selective checkpointing (torchtitan/models/llama3/parallelize.py
+// _apply_ac_to_transformer_block, selective_ac_option "op"): the block is checkpointed, but its
+// forward keeps the outputs of the ops in _save_list — the attention kernel's (output and
+// log-sum-exp) and aten.mm's, except every second matmul of the block. Its Llama runs wq, wk,
+// wv, wo, w1 (gate), w3 (up), w2 (down), whatever a checkpoint fuses: the q, v, gate and down
+// projections' outputs are kept, in the order they are made; k, o and up are recomputed.
+// Under sequence parallelism the list's reduce_scatter_tensor keeps the attention's and the
+// MLP's reduce-scattered outputs too.
+void block_builder::per_op_cache() {
   if (ctx.config.framework == framework_profile::torchtitan && ctx.config.selective_recompute) {
     const bool sp = ctx.config.sequence_parallel;
     m.op_cache = {c * t * q, c * t * kv, c * t * values,
@@ -705,6 +521,29 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
     m.op_cache.push_back(c * t * h);
     if (sp) m.op_cache.push_back(c * th * h);  // down's
   }
+}
+
+// The parts in the order the block runs them.
+block_memory block_builder::build() {
+  collect_linears();
+  attention_norm();
+  qk_norms();
+  l2_qk_norms();
+  latent_projections();
+  attention_operands();
+  attention_scores();
+  prompt_attention();
+  output_projection();
+  post_norm();
+  cross_attention();
+  mlp_norm();
+  moe_experts();
+  mlp();
+  post_norm();
+  residual_dropout();
+  busiest_moments();
+  context_parallel_peaks();
+  per_op_cache();
   if (ctx.config.finetune == finetune_kind::llama_adapter_v1 &&
       static_cast<std::uint64_t>(layer_index) < ctx.config.adapter_start_layer) {
     // Nothing below or in the block trains: it runs without a graph.
@@ -713,7 +552,12 @@ block_memory block_memory_of(const step_context& ctx, int layer_index) {
     m.retained = 0;
     m.backward_transient = 0;
   }
-  return m;
+  return std::move(m);
+}
+
+block_memory block_memory_of(const step_context& ctx, int layer_index) {
+  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
+  return block_builder(ctx, layer_index).build();
 }
 
 }  // namespace gpumem
