@@ -62,7 +62,7 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
     // torchtune modules/peft/lora.py). Under autocast lora_A keeps a 16-bit cast of a wider
     // input (PEFT 0.12's fp32 adapters), and the wider copies live for the matmul only.
     const std::uint64_t read_bytes =
-        ctx.config.framework == framework_profile::transformers ? ctx.adapter_bytes : input_bytes;
+        framework_of(ctx.config).peft ? ctx.adapter_bytes : input_bytes;
     const bool cast = ctx.amp && read_bytes != ctx.c;  // autocast's copy is what lora_A keeps
     if (read_bytes != input_bytes && cast) m.transient = std::max(m.transient, elems * read_bytes);
     if (lora_dropout_of(ctx.config) > 0) {
@@ -169,7 +169,7 @@ void norm_saves(block_memory& m, const step_context& ctx, std::uint64_t width,
     }
     m.saved.push_back(4 * t * rows);
     const bool fp32_normed =
-        ctx.config.framework == framework_profile::litgpt || ctx.spec.norm_keeps_input_dtype;
+        framework_of(ctx.config).fp32_norm_output || ctx.spec.norm_keeps_input_dtype;
     if (ctx.norms_train) m.saved.push_back((fp32_normed ? 4 : input_bytes) * t * width);
   } else {
     if (ctx.amp && input_bytes != 4) {
@@ -318,8 +318,7 @@ void block_builder::feed_over(const step_context& at, linear_role role, std::uin
                               bool& shared) {
   // litgpt fuses q, k and v into one linear whose LoRA (LoRAQKVLinear) drops its input out
   // once for all enabled projections (litgpt/lora.py).
-  const bool fused_qkv =
-      at.config.framework == framework_profile::litgpt && role == linear_role::attention_in;
+  const bool fused_qkv = framework_of(at.config).fused_qkv && role == linear_role::attention_in;
   bool dropped_out = false;
   for (std::size_t j = 0; j < linears.size(); ++j) {
     const tensor_spec* w = linears[j];
@@ -438,7 +437,7 @@ void block_builder::mlp() {
   } else {
     // litgpt runs its GELUs as one fused F.gelu (tanh or exact), keeping only the input.
     m.saved.push_back(
-        (ctx.config.framework == framework_profile::litgpt
+        (framework_of(ctx.config).fused_gelu
              ? c
              : activation_bytes(spec.activation, mlp_bytes, ctx.amp && mlp_bytes == c)) *
         t * i);
@@ -512,7 +511,7 @@ void block_builder::context_parallel_peaks() {
 // Under sequence parallelism the list's reduce_scatter_tensor keeps the attention's and the
 // MLP's reduce-scattered outputs too.
 void block_builder::per_op_cache() {
-  if (ctx.config.framework == framework_profile::torchtitan && ctx.config.selective_recompute) {
+  if (framework_of(ctx.config).per_op_selective_recompute && ctx.config.selective_recompute) {
     const bool sp = ctx.config.sequence_parallel;
     m.op_cache = {c * t * q, c * t * kv, c * t * values,
                   4 * ctx.config.micro_batch * heads * ctx.seq};
@@ -556,7 +555,7 @@ block_memory block_builder::build() {
 }
 
 block_memory block_memory_of(const step_context& ctx, int layer_index) {
-  if (ctx.config.framework == framework_profile::unsloth) return unsloth_block(ctx, layer_index);
+  if (framework_of(ctx.config).own_kernels) return unsloth_block(ctx, layer_index);
   return block_builder(ctx, layer_index).build();
 }
 

@@ -116,9 +116,9 @@ void block_builder::attention_operands() {
   // tools/measure/saved_tensors.py: 6 B*h for the values' storage where separate projections
   // keep 2).
   const bool repeated_kv = expanded_kv || (eager && kv < q);
-  const bool fused_values = (ctx.config.framework == framework_profile::litgpt ||
-                             (transformers && spec.values_view_fused_qkv)) &&
-                            !spec.mla && !repeated_kv && !math_sdpa;
+  const bool fused_values =
+      (framework_of(ctx.config).fused_qkv || (transformers && spec.values_view_fused_qkv)) &&
+      !spec.mla && !repeated_kv && !math_sdpa;
   if (fused_values) m.saved.push_back(c * t * (q + kv));
 }
 

@@ -16,6 +16,7 @@
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "training/block_activations.hpp"
+#include "training/framework.hpp"
 
 namespace gpumem {
 
@@ -76,10 +77,10 @@ class block_builder {
   // kernel is asked for.
   // (T5's runs eager whatever is asked for: kernel_run.)
   const bool softcap = spec.attention_softcap > 0;
-  const bool transformers = ctx.config.framework == framework_profile::transformers;
+  const bool transformers = framework_of(ctx.config).transformers_modelling;
   const attention_kernel kernel = kernel_run(spec, ctx.config.attention, transformers);
-  const bool eager = kernel == attention_kernel::eager ||
-                     (softcap && ctx.config.framework == framework_profile::litgpt);
+  const bool eager =
+      kernel == attention_kernel::eager || (softcap && framework_of(ctx.config).softcap_by_hand);
 
   block_memory m;
   // The block's linear weights, in order, with their trainability and adapters.

@@ -51,6 +51,11 @@ struct framework_traits {
   bool host_checkpointing = false;          // checkpointed block inputs go to pinned host memory
   bool dequantise_buffer = false;           // one buffer per GPU for dequantised 4-bit weights
   bool own_kernels = false;                 // its own fused block kernels (block_activations)
+  // Its own transformer module rather than transformers' modelling code (block_activations):
+  bool fused_qkv = false;          // one q/k/v linear (its LoRA drops the input out once)
+  bool fp32_norm_output = false;   // RMSNorm hands on its fp32 product when its weight trains
+  bool fused_gelu = false;         // one F.gelu, keeping only its input
+  bool softcap_by_hand = false;    // soft-capped attention by hand, whatever the kernel asked
   bool all_architectures = false;  // encoder-decoders, latent attention, dense-dispatch MoE
   bool torch1 = false;             // torch 1.x releases (no SDPA) are modelled under it
   // It runs transformers' modelling code as is: its attention dispatch (no SDPA path for

@@ -26,6 +26,13 @@ const framework_traits& litgpt_framework() {
     // Lightning FSDPStrategy wraps whole blocks (auto_wrap_policy={Block}) with
     // use_orig_params=True, so a LoRA block's flat parameter mixes frozen and trained tensors.
     t.frozen_in_flat_params = true;
+    // litgpt/model.py: CausalSelfAttention's one qkv linear (LoRAQKVLinear in litgpt/lora.py),
+    // RMSNorm computing and returning fp32 before its weight, the MLP's GELU as one F.gelu, and
+    // scaled_dot_product_attention computing soft-capped scores by hand.
+    t.fused_qkv = true;
+    t.fp32_norm_output = true;
+    t.fused_gelu = true;
+    t.softcap_by_hand = true;
     return t;
   }();
   return traits;
