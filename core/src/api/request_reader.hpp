@@ -1,6 +1,12 @@
 #pragma once
 // Reads the parts of an API request shared by the estimate and plan commands into core structs,
-// with the same range checks and error messages as config.json fields (config_reader).
+// with the same range checks and error messages as config.json fields (config_reader):
+//   request_reader.cpp            the shared field helpers (request_fields.hpp), mode, LLMem's
+//                                 parallel and workload, metric, options
+//   cluster_reader.cpp            cluster and its GPU
+//   training_workload_reader.cpp  detailed mode's training workload
+//   training_parallel_reader.cpp  detailed mode's training parallel
+//   inference_reader.cpp          an inference request
 
 #include <cstdint>
 #include <initializer_list>

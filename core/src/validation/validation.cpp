@@ -497,7 +497,7 @@ std::string training_config_for(const json& p, training_config& config,
       !w.value("seq_len", json()).is_number_integer()) {
     return "micro_batch or seq_len not stated";
   }
-  // The API's ranges (request_reader.cpp): 1..2^20 sequences of 1..max_positions tokens.
+  // The API's ranges (training_workload_reader.cpp): 1..2^20 sequences of 1..max_positions tokens.
   const json& micro = w.at("micro_batch");
   const json& seq = w.at("seq_len");
   if (!whole_in(micro, 1, 1ULL << 20) || !whole_in(seq, 1, max_positions))

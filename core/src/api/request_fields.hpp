@@ -1,0 +1,39 @@
+#pragma once
+// The field helpers the request readers share (request_reader.cpp defines them): an object's
+// member, its type, a choice among names and the sequence length against the model's positions.
+// Each records or returns the same errors wherever a reader uses it.
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/request_reader.hpp"
+#include "gpumem/model/model_spec.hpp"
+#include "gpumem/result.hpp"
+#include "model/config_reader.hpp"
+
+namespace gpumem {
+
+inline const nlohmann::ordered_json& member(const nlohmann::ordered_json& request,
+                                            const char* key) {
+  return member_object(request, key);
+}
+
+// request.invalid_type when `key` of `request` (at `where`, "" at the top) is neither an object
+// nor absent (missing or null).
+std::optional<error> check_object(const nlohmann::ordered_json& request, const char* key,
+                                  const std::string& where = "");
+
+// One of `accepted` for `key` of the object `in` reads, else `fallback`; a value outside the
+// list is recorded as an error naming them.
+std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
+                                  std::initializer_list<const char*> accepted);
+
+// Learned absolute positions stop at max_position_embeddings; rotary models only degrade.
+std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_len,
+                                   std::vector<std::string>& warnings);
+
+}  // namespace gpumem
