@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "api/number_text.hpp"
@@ -236,38 +238,19 @@ result<plan_result> plan_llmem(const model_spec& spec, const param_count& counts
   return plan;
 }
 
-result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
-                                  const cluster_spec& cluster, const training_config& workload,
-                                  const plan_options& options) {
-  struct method {
-    const char* name;
-    data_parallel sharding;
-    parallel_method timing;  // the step-time model's communication pattern
-    bool pipeline = false;   // one stage per GPU, timed from one GPU's compute (below)
-  };
-  static const method multi[] = {
-      {"ddp", data_parallel::ddp, parallel_method::cdp},
-      {"zero1", data_parallel::zero1, parallel_method::cdp},
-      {"zero2", data_parallel::zero2, parallel_method::cdp},
-      {"zero3", data_parallel::zero3, parallel_method::adp},
-      {"fsdp_full_shard", data_parallel::fsdp_full_shard, parallel_method::adp},
-      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp},
-      // Megatron-style TP over all the GPUs, with sequence parallelism (it only saves memory).
-      {"tensor_parallel", data_parallel::none, parallel_method::tp},
-      {"pipeline", data_parallel::none, parallel_method::single, true}};
-  static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
-  // What no layout changes is answered as the estimate answers it, not as "nothing fits".
-  plan_result plan;
-  if (auto e = check_adapter_targets(spec, workload, plan.unmatched_targets)) return *e;
-  // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
-  if (auto e =
-          check_training_lengths(spec, workload, 1, workload.seq_len + workload.virtual_tokens))
-    return *e;
-  const method* begin = cluster.gpus > 1 ? multi : one;
-  const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
-  const std::uint64_t usable = usable_bytes(cluster);
-  const std::uint64_t per_node = ranks_per_node(cluster);
-  const std::uint64_t fixed_batch = options.fixed_micro_batch;  // 0: the plan's to choose
+namespace {
+
+// A layout the detailed plan tries: how the states are sharded and how the step is timed.
+struct method {
+  const char* name;
+  data_parallel sharding;
+  parallel_method timing;  // the step-time model's communication pattern
+  bool pipeline = false;   // one stage per GPU, timed from one GPU's compute (below)
+};
+
+// The workload as the step-time model reads it, the same for every candidate.
+step_time_options workload_speed(const model_spec& spec, const param_count& counts,
+                                 const training_config& workload, const plan_options& options) {
   step_time_options speed = options.speed;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
                workload.compute == compute_precision::pure_bf16;
@@ -279,185 +262,281 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       workload.framework == framework_profile::torchtitan && workload.selective_recompute);
   speed.weight_gradients = workload.finetune == finetune_kind::full;
   speed.target_len = workload.target_len;
+  return speed;
+}
 
+// A candidate's footprint at one micro-batch: its busiest stage on the GPU, and the host.
+struct footprint {
+  std::uint64_t gpu = ~0ULL;
+  host_footprint host;
+  training_estimate estimate;
+  bool fits = false;
+  fit_verdict verdict = fit_verdict::does_not_fit;
+};
+
+// A candidate's layout: the step it runs and how that step is timed.
+struct candidate_layout {
+  training_config config;
+  step_time_options timing;
+  bool pipeline = false;
+};
+
+// The batch search's outcome: the largest micro-batch that fits (0: none) and the first tried.
+struct batch_search {
+  std::uint64_t first = 1;
+  std::uint64_t good = 0;
+  // The footprints of the first micro-batch tried (one sequence, or the fixed micro-batch) and
+  // of the largest micro-batch found to fit so far (each fitting probe is larger than the last),
+  // kept for the report.
+  footprint at_one;
+  footprint at_good;
+};
+
+// The detailed plan's search: every candidate sized and timed for the same request and GPUs.
+struct detailed_search {
+  const model_spec& spec;
+  const param_count& counts;
+  const cluster_spec& cluster;
+  const training_config& workload;
+  const plan_options& options;
+  const std::uint64_t usable;
+  const std::uint64_t per_node;
+  const std::uint64_t fixed_batch;  // 0: the plan's to choose
+  const step_time_options speed;
+  // An estimate that refuses the request itself: the plan's answer.
   std::optional<error> failure;
-  // One candidate: its largest micro-batch whose GPU footprint (and, offloaded, host RAM and
-  // NVMe per node) fits, and its speed there.
-  // `tp` > 1 with a data-parallel method: DP+TP, tp tensor-parallel GPUs (with sequence
-  // parallelism) in each of gpus / tp data-parallel groups.
-  // `cp` > 1: context parallelism, each sequence split over cp GPUs by ring attention, the
-  // states sharded over all of them.
-  auto evaluate = [&](const method& m, const offload_placement& offload, std::uint64_t tp = 1,
-                      std::uint64_t cp = 1) {
-    plan_candidate c;
-    c.method = m.name;
-    c.offload = offload;
-    const bool tensor = m.timing == parallel_method::tp;
-    const bool hybrid = tp > 1 && !tensor;
-    const std::uint64_t degree = tensor ? cluster.gpus : tp;
-    c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false, cp};
-    c.sequence_parallel = tensor || hybrid;
-    training_config config = workload;
-    config.sharding = m.sharding;
-    config.cp_degree = cp;
-    config.cp_kind = context_parallel_kind::ring;
-    config.cuda_context_bytes = cluster.cuda_context_bytes;
-    const bool pipeline = m.pipeline;
-    if (pipeline) {
-      // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,
-      // (p - 1) / m of the ideal time, stays under a quarter; Narayanan et al. 2021).
-      config.pp_degree = cluster.gpus;
-      config.pp_micro_batches = 4 * cluster.gpus;
-      c.pp = config.pp_degree;
-      c.pp_micro_batches = config.pp_micro_batches;
-      if (cluster.gpus > spec.layers.size()) {
-        c.valid = false;
-        c.note = "a pipeline needs at least one block per GPU (" +
-                 std::to_string(spec.layers.size()) + " blocks)";
-        return c;
-      }
-    }
-    config.dp_degree = pipeline ? 1 : cluster.gpus / degree;
-    config.tp_degree = degree;
-    config.sequence_parallel = tensor || hybrid;
-    config.offload = offload;
-    step_time_options timing = speed;
-    // Megatron: two all-reduces per block and pass.
-    timing.all_reduce_every_linear = !(tensor || hybrid);
-    if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
-      c.valid = false;  // its all-reduces would cross the inter-node network every block
-      c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
-               " GPUs)";
-      return c;
-    }
-    struct footprint {
-      std::uint64_t gpu = ~0ULL;
-      host_footprint host;
-      training_estimate estimate;
-      bool fits = false;
-      fit_verdict verdict = fit_verdict::does_not_fit;
-    };
-    auto at = [&](std::uint64_t batch) {
-      footprint f;
-      config.micro_batch = batch;
-      // A pipeline's busiest stages: the first (every micro-batch in flight, the embedding) and
-      // the last (the LM head and the loss).
-      std::vector<std::uint64_t> stages = {0};
-      if (config.pp_degree > 1) stages.push_back(config.pp_degree - 1);
-      for (const std::uint64_t stage : stages) {
-        config.pp_stage = stage;
-        auto e = estimate_training_step(spec, config, cluster.gpu);
-        if (!e.ok()) {
-          failure = e.failure();
-          return f;
-        }
-        const std::uint64_t used = device_used_bytes(e.value(), cluster.cuda_context_bytes);
-        if (f.gpu != ~0ULL && used <= f.gpu) continue;
-        f.estimate = e.value();
-        f.gpu = used;
-      }
-      f.host = offload_footprint(spec, config, f.estimate);
-      // Host budgets are checked for offloaded runs (as the estimate does).
-      if (config.offload.any()) checkpoint_load_bytes(spec, config, per_node, f.host);
-      f.verdict = judge_fit(
-          f.gpu, cluster.gpu.memory_bytes, usable,
-          !check_node_totals(f.host, per_node) &&
-              (cluster.host_ram_bytes == 0 ||
-               host_ram_needed_per_node(f.host, per_node) <= cluster.host_ram_bytes) &&
-              (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes));
-      f.fits = f.verdict == fit_verdict::fits;
-      return f;
-    };
-    // The footprints of the first micro-batch tried (one sequence, or the fixed micro-batch) and
-    // of the largest micro-batch found to fit so far (each
-    // fitting probe is larger than the last), kept for the report.
-    footprint at_one;
-    footprint at_good;
-    const auto fits = [&](std::uint64_t b) {
-      footprint f = at(b);
-      const bool fit = f.fits;
-      if (b == (fixed_batch ? fixed_batch : 1)) at_one = f;
-      if (fit) at_good = std::move(f);
-      return fit;
-    };
-    // A micro-batch the request fixes is tried alone; otherwise the largest that fits.
-    const std::uint64_t first = fixed_batch ? fixed_batch : 1;
-    std::uint64_t good = 0;
-    if (fits(first) && !fixed_batch) {
-      good = 1;
-      std::uint64_t bad = 2;
-      while (bad <= options.max_micro_batch && fits(bad)) {
-        good = bad;
-        bad *= 2;
-      }
-      bad = std::min(bad, options.max_micro_batch + 1);
-      while (bad - good > 1) {
-        const std::uint64_t mid = good + (bad - good) / 2;
-        (fits(mid) ? good : bad) = mid;
-      }
-    } else if (fixed_batch && at_one.fits) {
-      good = fixed_batch;
-    }
-    if (failure &&
-        (failure->code == "parallel.invalid_degree" || failure->code == "request.invalid_value")) {
-      c.valid = false;
-      c.note = failure->message;
-      failure.reset();
-      return c;
-    }
-    c.max_micro_batch = good;
-    c.fits = good > 0;
-    const std::uint64_t batch = c.fits ? good : first;
-    const footprint& f = c.fits ? at_good : at_one;
-    if (auto too_large = check_node_totals(f.host, per_node)) {
-      c.valid = false;
-      c.note = too_large->message;
-      return c;
-    }
-    c.at_max.last_rank = cluster.gpus - 1;
-    c.at_max.peak_bytes = f.gpu;
-    c.at_max.fits = c.fits;
-    c.at_max.verdict = f.verdict;
-    c.at_max.components = peak_components(f.estimate, "device_used", cluster.cuda_context_bytes);
-    c.host_bytes_per_node = host_ram_needed_per_node(f.host, per_node);
-    c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
-    // (Prompt tuning runs its virtual tokens too: positions, not the user's tokens, are timed.)
-    c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch,
-                                 workload.seq_len + workload.virtual_tokens, timing);
-    if (pipeline) {
-      // One micro-batch's compute on one GPU is split over the p stages; a step runs m
-      // micro-batches in m + p - 1 slots (1F1B). Stage-to-stage activation sends overlap the
-      // compute and are left out.
-      const double p = static_cast<double>(cluster.gpus);
-      const double m_batches = static_cast<double>(config.pp_micro_batches);
-      const double slot = c.speed.compute_s / p;
-      c.speed.compute_s = slot * m_batches;
-      c.speed.communication_s = 0;
-      c.speed.exposed_communication_s = slot * (p - 1.0);  // the bubble
-      c.speed.step_s = slot * (m_batches + p - 1.0);
-      c.speed.tokens_per_s =
-          m_batches * static_cast<double>(batch * workload.seq_len) / c.speed.step_s;
-      c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / p;
-    }
-    if (offload.any()) {
-      // The offload's traffic and CPU step lengthen the step (offload.hpp).
-      c.speed.offload_s = offload_seconds(
-          f.host, c.speed.step_s, cluster.gpu.host_link_bandwidth_bytes_per_s, cluster.host);
-      const double tokens = static_cast<double>(batch * workload.seq_len * cluster.gpus);
-      c.speed.step_s += c.speed.offload_s;
-      c.speed.tokens_per_s = tokens / c.speed.step_s;
-      c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / static_cast<double>(cluster.gpus);
-    }
-    return c;
-  };
 
+  plan_candidate evaluate(const method& m, const offload_placement& offload, std::uint64_t tp = 1,
+                          std::uint64_t cp = 1);
+  std::optional<candidate_layout> lay_out(const method& m, const offload_placement& offload,
+                                          std::uint64_t tp, std::uint64_t cp,
+                                          plan_candidate& c) const;
+  footprint footprint_at(training_config& config, std::uint64_t batch);
+  batch_search search_batch(training_config& config);
+  void time_candidate(plan_candidate& c, const footprint& f, std::uint64_t batch,
+                      const candidate_layout& layout) const;
+  bool add_methods(plan_result& plan);
+  bool add_tensor_parallel_groups(plan_result& plan);
+  bool add_context_parallel(plan_result& plan);
+  bool add_offloads(plan_result& plan);
+  std::string offload_reason(const plan_candidate& c) const;
+  std::string shortfall_reason(const plan_candidate& leanest) const;
+};
+
+// One candidate: its largest micro-batch whose GPU footprint (and, offloaded, host RAM and
+// NVMe per node) fits, and its speed there.
+// `tp` > 1 with a data-parallel method: DP+TP, tp tensor-parallel GPUs (with sequence
+// parallelism) in each of gpus / tp data-parallel groups.
+// `cp` > 1: context parallelism, each sequence split over cp GPUs by ring attention, the
+// states sharded over all of them.
+plan_candidate detailed_search::evaluate(const method& m, const offload_placement& offload,
+                                         std::uint64_t tp, std::uint64_t cp) {
+  plan_candidate c;
+  c.method = m.name;
+  c.offload = offload;
+  auto layout = lay_out(m, offload, tp, cp, c);
+  if (!layout) return c;
+  const batch_search b = search_batch(layout->config);
+  if (failure &&
+      (failure->code == "parallel.invalid_degree" || failure->code == "request.invalid_value")) {
+    c.valid = false;
+    c.note = failure->message;
+    failure.reset();
+    return c;
+  }
+  c.max_micro_batch = b.good;
+  c.fits = b.good > 0;
+  const std::uint64_t batch = c.fits ? b.good : b.first;
+  const footprint& f = c.fits ? b.at_good : b.at_one;
+  if (auto too_large = check_node_totals(f.host, per_node)) {
+    c.valid = false;
+    c.note = too_large->message;
+    return c;
+  }
+  c.at_max.last_rank = cluster.gpus - 1;
+  c.at_max.peak_bytes = f.gpu;
+  c.at_max.fits = c.fits;
+  c.at_max.verdict = f.verdict;
+  c.at_max.components = peak_components(f.estimate, "device_used", cluster.cuda_context_bytes);
+  c.host_bytes_per_node = host_ram_needed_per_node(f.host, per_node);
+  c.nvme_bytes_per_node = f.host.nvme_bytes * per_node;
+  time_candidate(c, f, batch, *layout);
+  return c;
+}
+
+// The candidate's parallelism and the step it runs; nothing when it cannot run here (c.note
+// says why).
+std::optional<candidate_layout> detailed_search::lay_out(const method& m,
+                                                         const offload_placement& offload,
+                                                         std::uint64_t tp, std::uint64_t cp,
+                                                         plan_candidate& c) const {
+  const bool tensor = m.timing == parallel_method::tp;
+  const bool hybrid = tp > 1 && !tensor;
+  const std::uint64_t degree = tensor ? cluster.gpus : tp;
+  c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false, cp};
+  c.sequence_parallel = tensor || hybrid;
+  training_config config = workload;
+  config.sharding = m.sharding;
+  config.cp_degree = cp;
+  config.cp_kind = context_parallel_kind::ring;
+  config.cuda_context_bytes = cluster.cuda_context_bytes;
+  const bool pipeline = m.pipeline;
+  if (pipeline) {
+    // 1F1B over one stage per GPU with 4 micro-batches per stage in a step (the bubble,
+    // (p - 1) / m of the ideal time, stays under a quarter; Narayanan et al. 2021).
+    config.pp_degree = cluster.gpus;
+    config.pp_micro_batches = 4 * cluster.gpus;
+    c.pp = config.pp_degree;
+    c.pp_micro_batches = config.pp_micro_batches;
+    if (cluster.gpus > spec.layers.size()) {
+      c.valid = false;
+      c.note = "a pipeline needs at least one block per GPU (" +
+               std::to_string(spec.layers.size()) + " blocks)";
+      return std::nullopt;
+    }
+  }
+  config.dp_degree = pipeline ? 1 : cluster.gpus / degree;
+  config.tp_degree = degree;
+  config.sequence_parallel = tensor || hybrid;
+  config.offload = offload;
+  step_time_options timing = speed;
+  // Megatron: two all-reduces per block and pass.
+  timing.all_reduce_every_linear = !(tensor || hybrid);
+  if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
+    c.valid = false;  // its all-reduces would cross the inter-node network every block
+    c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
+             " GPUs)";
+    return std::nullopt;
+  }
+  return candidate_layout{std::move(config), timing, pipeline};
+}
+
+// The footprint at micro-batch `batch` (config is set to it); a refused estimate is kept in
+// `failure`.
+footprint detailed_search::footprint_at(training_config& config, std::uint64_t batch) {
+  footprint f;
+  config.micro_batch = batch;
+  // A pipeline's busiest stages: the first (every micro-batch in flight, the embedding) and
+  // the last (the LM head and the loss).
+  std::vector<std::uint64_t> stages = {0};
+  if (config.pp_degree > 1) stages.push_back(config.pp_degree - 1);
+  for (const std::uint64_t stage : stages) {
+    config.pp_stage = stage;
+    auto e = estimate_training_step(spec, config, cluster.gpu);
+    if (!e.ok()) {
+      failure = e.failure();
+      return f;
+    }
+    const std::uint64_t used = device_used_bytes(e.value(), cluster.cuda_context_bytes);
+    if (f.gpu != ~0ULL && used <= f.gpu) continue;
+    f.estimate = e.value();
+    f.gpu = used;
+  }
+  f.host = offload_footprint(spec, config, f.estimate);
+  // Host budgets are checked for offloaded runs (as the estimate does).
+  if (config.offload.any()) checkpoint_load_bytes(spec, config, per_node, f.host);
+  f.verdict = judge_fit(
+      f.gpu, cluster.gpu.memory_bytes, usable,
+      !check_node_totals(f.host, per_node) &&
+          (cluster.host_ram_bytes == 0 ||
+           host_ram_needed_per_node(f.host, per_node) <= cluster.host_ram_bytes) &&
+          (cluster.nvme_bytes == 0 || f.host.nvme_bytes * per_node <= cluster.nvme_bytes));
+  f.fits = f.verdict == fit_verdict::fits;
+  return f;
+}
+
+// Doubling, then bisecting, up to options.max_micro_batch.
+batch_search detailed_search::search_batch(training_config& config) {
+  batch_search out;
+  const auto fits = [&](std::uint64_t b) {
+    footprint f = footprint_at(config, b);
+    const bool fit = f.fits;
+    if (b == (fixed_batch ? fixed_batch : 1)) out.at_one = f;
+    if (fit) out.at_good = std::move(f);
+    return fit;
+  };
+  // A micro-batch the request fixes is tried alone; otherwise the largest that fits.
+  const std::uint64_t first = fixed_batch ? fixed_batch : 1;
+  out.first = first;
+  std::uint64_t good = 0;
+  if (fits(first) && !fixed_batch) {
+    good = 1;
+    std::uint64_t bad = 2;
+    while (bad <= options.max_micro_batch && fits(bad)) {
+      good = bad;
+      bad *= 2;
+    }
+    bad = std::min(bad, options.max_micro_batch + 1);
+    while (bad - good > 1) {
+      const std::uint64_t mid = good + (bad - good) / 2;
+      (fits(mid) ? good : bad) = mid;
+    }
+  } else if (fixed_batch && out.at_one.fits) {
+    good = fixed_batch;
+  }
+  out.good = good;
+  return out;
+}
+
+// The candidate's speed at `batch`, with a pipeline's bubble and an offload's traffic.
+void detailed_search::time_candidate(plan_candidate& c, const footprint& f, std::uint64_t batch,
+                                     const candidate_layout& layout) const {
+  const training_config& config = layout.config;
+  // (Prompt tuning runs its virtual tokens too: positions, not the user's tokens, are timed.)
+  c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch,
+                               workload.seq_len + workload.virtual_tokens, layout.timing);
+  if (layout.pipeline) {
+    // One micro-batch's compute on one GPU is split over the p stages; a step runs m
+    // micro-batches in m + p - 1 slots (1F1B). Stage-to-stage activation sends overlap the
+    // compute and are left out.
+    const double p = static_cast<double>(cluster.gpus);
+    const double m_batches = static_cast<double>(config.pp_micro_batches);
+    const double slot = c.speed.compute_s / p;
+    c.speed.compute_s = slot * m_batches;
+    c.speed.communication_s = 0;
+    c.speed.exposed_communication_s = slot * (p - 1.0);  // the bubble
+    c.speed.step_s = slot * (m_batches + p - 1.0);
+    c.speed.tokens_per_s =
+        m_batches * static_cast<double>(batch * workload.seq_len) / c.speed.step_s;
+    c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / p;
+  }
+  if (c.offload.any()) {
+    // The offload's traffic and CPU step lengthen the step (offload.hpp).
+    c.speed.offload_s = offload_seconds(f.host, c.speed.step_s,
+                                        cluster.gpu.host_link_bandwidth_bytes_per_s, cluster.host);
+    const double tokens = static_cast<double>(batch * workload.seq_len * cluster.gpus);
+    c.speed.step_s += c.speed.offload_s;
+    c.speed.tokens_per_s = tokens / c.speed.step_s;
+    c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / static_cast<double>(cluster.gpus);
+  }
+}
+
+// Every method on the GPUs as they are; false when an estimate refuses the request.
+bool detailed_search::add_methods(plan_result& plan) {
+  static const method multi[] = {
+      {"ddp", data_parallel::ddp, parallel_method::cdp},
+      {"zero1", data_parallel::zero1, parallel_method::cdp},
+      {"zero2", data_parallel::zero2, parallel_method::cdp},
+      {"zero3", data_parallel::zero3, parallel_method::adp},
+      {"fsdp_full_shard", data_parallel::fsdp_full_shard, parallel_method::adp},
+      {"fsdp_shard_grad_op", data_parallel::fsdp_shard_grad_op, parallel_method::adp},
+      // Megatron-style TP over all the GPUs, with sequence parallelism (it only saves memory).
+      {"tensor_parallel", data_parallel::none, parallel_method::tp},
+      {"pipeline", data_parallel::none, parallel_method::single, true}};
+  static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
+  const method* begin = cluster.gpus > 1 ? multi : one;
+  const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
   for (const method* m = begin; m != end; ++m) {
     plan.candidates.push_back(evaluate(*m, offload_placement{}));
-    if (failure) return *failure;
+    if (failure) return false;
   }
-  // DP+TP: ZeRO-3 over groups of 2, 4, ... tensor-parallel GPUs within a node (LLMem's DP+TP;
-  // across nodes only the data-parallel collectives travel), or FSDP under torchtitan (its 2D
-  // parallelism). Splits the model does not divide into are left out.
+  return true;
+}
+
+// DP+TP: ZeRO-3 over groups of 2, 4, ... tensor-parallel GPUs within a node (LLMem's DP+TP;
+// across nodes only the data-parallel collectives travel), or FSDP under torchtitan (its 2D
+// parallelism). Splits the model does not divide into are left out.
+bool detailed_search::add_tensor_parallel_groups(plan_result& plan) {
   static const method zero3_tp{"zero3", data_parallel::zero3, parallel_method::adp};
   static const method fsdp_tp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                               parallel_method::adp};
@@ -465,13 +544,17 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   for (std::uint64_t tp = 2; tp < cluster.gpus && tp <= per_node; tp *= 2) {
     if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
     plan.candidates.push_back(evaluate(dp_tp, offload_placement{}, tp));
-    if (failure) return *failure;
+    if (failure) return false;
   }
-  // Sequences that the fastest candidate fits at most one of per GPU: FSDP with context
-  // parallelism over 2, 4, ... GPUs within a node (torchtitan's long-context recipe,
-  // accelerate's FSDP2 with cp_size: ring attention), before anything is offloaded; lengths the
-  // ring cannot split evenly are left out, and so are litgpt, torchtune and unsloth, which have
-  // no context parallelism.
+  return true;
+}
+
+// Sequences that the fastest candidate fits at most one of per GPU: FSDP with context
+// parallelism over 2, 4, ... GPUs within a node (torchtitan's long-context recipe,
+// accelerate's FSDP2 with cp_size: ring attention), before anything is offloaded; lengths the
+// ring cannot split evenly are left out, and so are litgpt, torchtune and unsloth, which have
+// no context parallelism.
+bool detailed_search::add_context_parallel(plan_result& plan) {
   const bool fitted = choose_fastest(plan);
   const bool ring_attention = workload.framework == framework_profile::transformers ||
                               workload.framework == framework_profile::torchtitan;
@@ -482,14 +565,16 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
     for (std::uint64_t cp = 2; cp <= cluster.gpus && cp <= per_node; cp *= 2) {
       if (cluster.gpus % cp != 0 || workload.seq_len % (2 * cp) != 0) continue;
       plan.candidates.push_back(evaluate(fsdp_cp, offload_placement{}, 1, cp));
-      if (failure) return *failure;
+      if (failure) return false;
     }
   }
-  if (choose_fastest(plan)) return plan;
+  return true;
+}
 
-  // Nothing fits on the GPUs alone: the offload configurations, in order of expected speed
-  // (DeepSpeed ZeRO-Offload, then parameters too, then activations, then NVMe as in
-  // ZeRO-Infinity and Fuyou); ZeRO runs on one GPU for its offloading.
+// Nothing fits on the GPUs alone: the offload configurations, in order of expected speed
+// (DeepSpeed ZeRO-Offload, then parameters too, then activations, then NVMe as in
+// ZeRO-Infinity and Fuyou); ZeRO runs on one GPU for its offloading.
+bool detailed_search::add_offloads(plan_result& plan) {
   const auto cpu = offload_target::cpu;
   const auto nvme = offload_target::nvme;
   const auto none = offload_target::none;
@@ -502,27 +587,30 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
       {&zero3, {nvme, nvme, none, nvme}}};
   for (const auto& [m, placement] : offloads) {
     plan.candidates.push_back(evaluate(*m, placement));
-    if (failure) return *failure;
+    if (failure) return false;
   }
-  if (choose_fastest(plan)) {
-    const plan_candidate& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
-    const std::string speed_text = grouped_number(c.speed.tokens_per_s, 0);
-    // A need without a stated budget is reported, not judged.
-    std::string unchecked;
-    if (cluster.host_ram_bytes == 0 && c.host_bytes_per_node > 0) unchecked = "host RAM";
-    if (cluster.nvme_bytes == 0 && c.nvme_bytes_per_node > 0)
-      unchecked += std::string(unchecked.empty() ? "" : " or ") + "NVMe";
-    plan.reason = "Nothing fits on the GPUs alone. The fastest offload that fits: " + label(c) +
-                  ", micro-batch " + std::to_string(c.max_micro_batch) + " per GPU at about " +
-                  speed_text + " tokens/s; it needs " + gib_text(c.at_max.peak_bytes) +
-                  " per GPU, " + gib_text(c.host_bytes_per_node) + " of host RAM and " +
-                  gib_text(c.nvme_bytes_per_node) + " of NVMe per node" +
-                  (unchecked.empty() ? std::string(".")
-                                     : " (no " + unchecked + " budget was stated: not checked).");
-    return plan;
-  }
-  // Still nothing: the leanest configuration and the resource it is short of.
-  const plan_candidate& leanest = plan.candidates.back();
+  return true;
+}
+
+// The plan's answer when an offload fits: the fastest, and what it needs of the host.
+std::string detailed_search::offload_reason(const plan_candidate& c) const {
+  const std::string speed_text = grouped_number(c.speed.tokens_per_s, 0);
+  // A need without a stated budget is reported, not judged.
+  std::string unchecked;
+  if (cluster.host_ram_bytes == 0 && c.host_bytes_per_node > 0) unchecked = "host RAM";
+  if (cluster.nvme_bytes == 0 && c.nvme_bytes_per_node > 0)
+    unchecked += std::string(unchecked.empty() ? "" : " or ") + "NVMe";
+  return "Nothing fits on the GPUs alone. The fastest offload that fits: " + label(c) +
+         ", micro-batch " + std::to_string(c.max_micro_batch) + " per GPU at about " + speed_text +
+         " tokens/s; it needs " + gib_text(c.at_max.peak_bytes) + " per GPU, " +
+         gib_text(c.host_bytes_per_node) + " of host RAM and " + gib_text(c.nvme_bytes_per_node) +
+         " of NVMe per node" +
+         (unchecked.empty() ? std::string(".")
+                            : " (no " + unchecked + " budget was stated: not checked).");
+}
+
+// Still nothing: the leanest configuration and the resource it is short of.
+std::string detailed_search::shortfall_reason(const plan_candidate& leanest) const {
   std::string short_of;
   if (leanest.at_max.peak_bytes > usable) {
     short_of = "GPU memory: " + gib_text(leanest.at_max.peak_bytes) + " per GPU of " +
@@ -536,8 +624,42 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
                gib_text(cluster.nvme_bytes) + " (" +
                gib_text(leanest.nvme_bytes_per_node - cluster.nvme_bytes) + " short)";
   }
-  plan.reason = "Nothing fits at micro-batch 1, even with everything offloaded to NVMe: short of " +
-                short_of + ". Use more GPUs, LoRA/QLoRA or gradient checkpointing.";
+  return "Nothing fits at micro-batch 1, even with everything offloaded to NVMe: short of " +
+         short_of + ". Use more GPUs, LoRA/QLoRA or gradient checkpointing.";
+}
+
+}  // namespace
+
+result<plan_result> plan_detailed(const model_spec& spec, const param_count& counts,
+                                  const cluster_spec& cluster, const training_config& workload,
+                                  const plan_options& options) {
+  // What no layout changes is answered as the estimate answers it, not as "nothing fits".
+  plan_result plan;
+  if (auto e = check_adapter_targets(spec, workload, plan.unmatched_targets)) return *e;
+  // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
+  if (auto e =
+          check_training_lengths(spec, workload, 1, workload.seq_len + workload.virtual_tokens))
+    return *e;
+  detailed_search search{spec,
+                         counts,
+                         cluster,
+                         workload,
+                         options,
+                         usable_bytes(cluster),
+                         ranks_per_node(cluster),
+                         options.fixed_micro_batch,
+                         workload_speed(spec, counts, workload, options),
+                         std::nullopt};
+  if (!search.add_methods(plan) || !search.add_tensor_parallel_groups(plan) ||
+      !search.add_context_parallel(plan))
+    return *search.failure;
+  if (choose_fastest(plan)) return plan;
+  if (!search.add_offloads(plan)) return *search.failure;
+  if (choose_fastest(plan)) {
+    plan.reason = search.offload_reason(plan.candidates[static_cast<std::size_t>(plan.choice)]);
+    return plan;
+  }
+  plan.reason = search.shortfall_reason(plan.candidates.back());
   return plan;
 }
 
