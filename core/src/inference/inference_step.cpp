@@ -5,8 +5,8 @@
 #include <optional>
 #include <utility>
 
-#include "api/number_text.hpp"
 #include "gpumem/model/param_count.hpp"
+#include "inference/inference_checks.hpp"
 
 namespace gpumem {
 
@@ -436,44 +436,6 @@ std::uint64_t llama_cpp_compute_buffer(const model_spec& spec, const inference_c
   return 4 * ubatch * (widest + spec.hidden_size);
 }
 
-// Requests whose tensors could exceed 2^53 bytes (8 PiB) are refused rather than computed with
-// wrapped or inexact sizes (JSON numbers are exact to 2^53): a rough upper bound of the KV cache
-// and the widest activations.
-std::optional<error> check_size(const model_spec& spec, const inference_config& c) {
-  // The weights alone, at most 4 bytes a parameter (quantised formats are smaller).
-  double params = 0;
-  for (const auto& t : spec.tensors) params += static_cast<double>(t.numel());
-  if (4 * params >= static_cast<double>(max_exact_count)) {
-    return error{"request.too_large", "model",
-                 "[model] has " + grouped_number(params, 0) +
-                     " parameters: their weights could pass 2^53 bytes, beyond which byte counts "
-                     "are not exact in JSON"};
-  }
-  const double sequences = static_cast<double>(c.batch);
-  const double tokens =
-      static_cast<double>(c.prompt_tokens + c.new_tokens) + static_cast<double>(c.kv_cache_tokens);
-  const double width = static_cast<double>(std::max(
-      {spec.hidden_size, spec.intermediate_size, spec.vocab_size,
-       spec.num_heads * std::max(spec.head_dim, spec.v_head_dim),
-       spec.moe.experts_run() * spec.moe.expert_intermediate + spec.moe.shared_intermediate,
-       spec.moe.dense_dispatch ? spec.moe.num_experts * spec.hidden_size : 0}));
-  double bytes = sequences * tokens * static_cast<double>(spec.layers.size()) * 2 * width * 4;
-  if (c.attention == attention_kernel::eager)
-    bytes += sequences * static_cast<double>(spec.num_heads) * tokens * tokens * 8;
-  // A windowed layer's prefill under SDPA holds a mask of the prompt's tokens squared.
-  const bool windowed =
-      std::any_of(spec.layers.begin(), spec.layers.end(),
-                  [](const layer_spec& l) { return l.sliding_window_tokens > 0; });
-  if (windowed) bytes += sequences * tokens * tokens * 8;
-  bytes += static_cast<double>(c.profile_tokens) * width * 16 +
-           static_cast<double>(c.profile_sequences) * static_cast<double>(spec.vocab_size) * 16;
-  if (bytes < static_cast<double>(max_exact_count)) return std::nullopt;
-  return error{
-      "request.too_large", "workload.seq_len",
-      "[workload.seq_len] this request's KV cache and activations could exceed 2^53 bytes; "
-      "reduce seq_len, new_tokens or micro_batch"};
-}
-
 constexpr std::pair<const char*, kv_cache_kind> kv_kinds[] = {
     {"static", kv_cache_kind::static_cache},
     {"dynamic", kv_cache_kind::dynamic},
@@ -527,51 +489,12 @@ std::uint64_t kv_cache_bytes(const model_spec& spec, const inference_config& con
   return bytes;
 }
 
-result<inference_estimate> estimate_inference(const model_spec& spec,
-                                              const inference_config& config, const gpu_spec& gpu) {
-  if (config.framework == serving_framework::litgpt && spec.tied_embeddings)
-    return estimate_inference(litgpt_model(spec), config, gpu);
-  if (spec.encoder_decoder || !spec.causal) {
-    return error{"mode.unsupported_model", "model",
-                 "[model] the inference estimator covers decoder-only models; " +
-                     spec.architecture + " is not one"};
-  }
-  const bool transformers = config.framework == serving_framework::transformers;
-  if (kernel_run(spec, config.attention, transformers) != config.attention) {
-    inference_config run = config;
-    run.attention = kernel_run(spec, config.attention, transformers);
-    auto fallback = estimate_inference(spec, run, gpu);
-    if (fallback.ok()) fallback.value().notes.push_back(kernel_run_note(spec));
-    return fallback;
-  }
+namespace {
+
+// The blocks and stages the estimated rank holds.
+rank_layout layout_of(const model_spec& spec, const inference_config& config) {
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
   const std::uint64_t pp = std::max<std::uint64_t>(config.pp_degree, 1);
-  if (auto e = check_tensor_parallel(spec, tp)) return *e;
-  if (pp > spec.layers.size()) {
-    return error{"parallel.invalid_degree", "cluster.gpus",
-                 "[cluster.gpus] a layer split needs at most one GPU per layer (" +
-                     std::to_string(spec.layers.size()) + ")"};
-  }
-  const bool gguf = is_gguf(config.weights.format);
-  const bool llama_cpp = config.framework == serving_framework::llama_cpp;
-  if (gguf != llama_cpp) {
-    return error{"request.invalid_value", "workload.weights",
-                 "[workload.weights] GGUF formats (gguf_*) run under the llama_cpp framework, "
-                 "and llama_cpp runs GGUF formats"};
-  }
-  const bool experts =
-      std::any_of(spec.tensors.begin(), spec.tensors.end(),
-                  [](const tensor_spec& t) { return t.role == tensor_role::routed_experts; });
-  if (config.weights.format == weight_format::mxfp4 && !experts) {
-    return error{"request.invalid_value", "workload.weights",
-                 "[workload.weights] mxfp4 checkpoints quantise routed experts (gpt-oss); " +
-                     spec.architecture + " has none"};
-  }
-  if (llama_cpp && tp > 1) {
-    return error{"request.invalid_value", "parallel.method",
-                 "[parallel.method] llama.cpp splits a model by layers: use pipeline"};
-  }
-
   rank_layout r;
   const stage_layers stage = pipeline_stage_layers(spec.layers.size(), pp, config.pp_stage);
   r.first = stage.first;
@@ -581,14 +504,14 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   r.tp = tp;
   // litgpt's layer split runs the embedding, final norm and LM head on cuda:0.
   if (config.framework == serving_framework::litgpt && pp > 1) r.last_stage = r.first_stage;
+  return r;
+}
 
-  inference_estimate out;
-  if (auto e = check_size(spec, config)) return *e;
-  const std::uint64_t total_tokens = config.prompt_tokens + config.new_tokens;
-  const std::uint64_t final_context = config.prompt_tokens + config.new_tokens - 1;
-  out.kv_bytes_per_token = kv_cache_bytes(spec, config, 1);
-  memory_timeline tl;
-  if (config.timeline_samples > 0) tl.record();
+// The load phase: the CUDA workspaces and this rank's weights, with notes on what they leave out.
+void load_weights(const model_spec& spec, const inference_config& config, const gpu_spec& gpu,
+                  const rank_layout& r, memory_timeline& tl, inference_estimate& out) {
+  const std::uint64_t tp = r.tp;
+  const bool llama_cpp = config.framework == serving_framework::llama_cpp;
   tl.phase("load");
   if (!llama_cpp) {
     tl.allocate(cublas_workspace_bytes(gpu.architecture), cat::cuda_workspace);
@@ -613,82 +536,98 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   }
   if (spec.tied_embeddings && r.last_stage && !r.first_stage)
     out.notes.push_back("the tied LM head is loaded again on the last stage");
+}
 
-  if (llama_cpp) {
-    // llama.cpp: the weights, the KV cache of n_ctx cells (batch x tokens per sequence) and the
-    // compute buffer are fixed device buffers outside any caching allocator.
-    const std::uint64_t cells =
-        config.batch * (config.kv_cache_tokens ? config.kv_cache_tokens : total_tokens);
-    out.kv_cache_bytes = kv_cache_bytes(spec, config, cells);
-    const std::uint64_t compute = llama_cpp_compute_buffer(spec, config, cells / config.batch);
-    out.peak.by_category[static_cast<std::size_t>(cat::weights)] = out.weight_bytes;
-    out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
-    out.peak.by_category[static_cast<std::size_t>(cat::activations)] = compute;
-    out.peak.phase = "prefill";
-    out.peak.allocated = out.weight_bytes + out.kv_cache_bytes + compute;
-    out.peak_reserved = out.peak.allocated;
-    out.notes.push_back("llama.cpp allocates fixed buffers (weights, a KV cache of " +
-                        std::to_string(cells) +
-                        " cells, the compute buffer of a 512-token micro-batch) with no caching "
-                        "allocator: allocated and reserved are their sum");
-    return out;
-  }
+// llama.cpp: the weights, the KV cache of n_ctx cells (batch x tokens per sequence) and the
+// compute buffer are fixed device buffers outside any caching allocator.
+void llama_cpp_buffers(const model_spec& spec, const inference_config& config,
+                       std::uint64_t total_tokens, inference_estimate& out) {
+  const std::uint64_t cells =
+      config.batch * (config.kv_cache_tokens ? config.kv_cache_tokens : total_tokens);
+  out.kv_cache_bytes = kv_cache_bytes(spec, config, cells);
+  const std::uint64_t compute = llama_cpp_compute_buffer(spec, config, cells / config.batch);
+  out.peak.by_category[static_cast<std::size_t>(cat::weights)] = out.weight_bytes;
+  out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
+  out.peak.by_category[static_cast<std::size_t>(cat::activations)] = compute;
+  out.peak.phase = "prefill";
+  out.peak.allocated = out.weight_bytes + out.kv_cache_bytes + compute;
+  out.peak_reserved = out.peak.allocated;
+  out.notes.push_back("llama.cpp allocates fixed buffers (weights, a KV cache of " +
+                      std::to_string(cells) +
+                      " cells, the compute buffer of a 512-token micro-batch) with no caching "
+                      "allocator: allocated and reserved are their sum");
+}
 
-  inference_replay replay(spec, config, r, tl);
-  if (config.kv == kv_cache_kind::paged) {
-    // vLLM: a profiling forward pass over max_num_batched_tokens tokens and the sampler's
-    // logits for max_num_seqs sequences set the activation peak; the KV cache then gets what
-    // is left of gpu_memory_utilization x total memory (worker determine_available_memory).
-    const timeline_peak loaded = tl.peak();  // loading only allocates: its peak is what is live
-    tl.phase("profile run");
-    pass profile;
-    profile.batch = std::min(config.profile_sequences, config.profile_tokens);
-    profile.tokens = ceil_div(config.profile_tokens, profile.batch);
-    profile.context = profile.tokens;
-    replay.forward(profile);
-    const std::uint64_t activation_peak = tl.peak().allocated - tl.allocated();
-    const double budget = config.gpu_memory_utilization * static_cast<double>(gpu.memory_bytes);
-    const double used =
-        static_cast<double>(tl.allocated() + activation_peak + cuda_libraries_bytes());
-    const std::uint64_t block_bytes = out.kv_bytes_per_token * config.block_size;
-    const std::uint64_t blocks = budget > used && block_bytes > 0
-                                     ? static_cast<std::uint64_t>(std::floor(
-                                           (budget - used) / static_cast<double>(block_bytes)))
-                                     : 0;
-    out.kv_capacity_tokens = blocks * config.block_size;
-    out.kv_cache_bytes = blocks * block_bytes;
-    const std::uint64_t per_sequence =
-        ceil_div(total_tokens, config.block_size) * config.block_size;
-    out.concurrent_sequences = out.kv_capacity_tokens / per_sequence;
-    out.fits_request = out.concurrent_sequences >= config.batch;
-    out.peak.allocated = tl.allocated() + activation_peak + out.kv_cache_bytes;
-    out.peak.phase = "serving";
-    out.peak.by_category = loaded.by_category;
-    out.peak.by_category[static_cast<std::size_t>(cat::activations)] = activation_peak;
-    out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
-    out.peak_reserved = std::max(tl.peak_reserved(), out.peak.allocated);
-    out.notes.push_back(
-        "vLLM reserves gpu_memory_utilization of the GPU: the KV cache takes what the weights, "
-        "the profiled activation peak and the CUDA libraries leave; CUDA graphs and NCCL buffers "
-        "come on top");
-    return out;
-  }
+// vLLM: a profiling forward pass over max_num_batched_tokens tokens and the sampler's
+// logits for max_num_seqs sequences set the activation peak; the KV cache then gets what
+// is left of gpu_memory_utilization x total memory (worker determine_available_memory).
+void paged_cache(const inference_config& config, const gpu_spec& gpu, std::uint64_t total_tokens,
+                 inference_replay& replay, memory_timeline& tl, inference_estimate& out) {
+  const timeline_peak loaded = tl.peak();  // loading only allocates: its peak is what is live
+  tl.phase("profile run");
+  pass profile;
+  profile.batch = std::min(config.profile_sequences, config.profile_tokens);
+  profile.tokens = ceil_div(config.profile_tokens, profile.batch);
+  profile.context = profile.tokens;
+  replay.forward(profile);
+  const std::uint64_t activation_peak = tl.peak().allocated - tl.allocated();
+  const double budget = config.gpu_memory_utilization * static_cast<double>(gpu.memory_bytes);
+  const double used =
+      static_cast<double>(tl.allocated() + activation_peak + cuda_libraries_bytes());
+  const std::uint64_t block_bytes = out.kv_bytes_per_token * config.block_size;
+  const std::uint64_t blocks = budget > used && block_bytes > 0
+                                   ? static_cast<std::uint64_t>(std::floor(
+                                         (budget - used) / static_cast<double>(block_bytes)))
+                                   : 0;
+  out.kv_capacity_tokens = blocks * config.block_size;
+  out.kv_cache_bytes = blocks * block_bytes;
+  const std::uint64_t per_sequence = ceil_div(total_tokens, config.block_size) * config.block_size;
+  out.concurrent_sequences = out.kv_capacity_tokens / per_sequence;
+  out.fits_request = out.concurrent_sequences >= config.batch;
+  out.peak.allocated = tl.allocated() + activation_peak + out.kv_cache_bytes;
+  out.peak.phase = "serving";
+  out.peak.by_category = loaded.by_category;
+  out.peak.by_category[static_cast<std::size_t>(cat::activations)] = activation_peak;
+  out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
+  out.peak_reserved = std::max(tl.peak_reserved(), out.peak.allocated);
+  out.notes.push_back(
+      "vLLM reserves gpu_memory_utilization of the GPU: the KV cache takes what the weights, "
+      "the profiled activation peak and the CUDA libraries leave; CUDA graphs and NCCL buffers "
+      "come on top");
+}
 
-  // A preallocated cache's default length: transformers' generate sizes a static cache to
-  // max_length - 1 (generation/utils.py: max_cache_length = generation_config.max_length - 1;
-  // the last generated token is never fed back), litgpt's to prompt + new (generate/base.py
-  // set_kv_cache(max_seq_length=max_returned_tokens)).
+// A preallocated cache's default length: transformers' generate sizes a static cache to
+// max_length - 1 (generation/utils.py: max_cache_length = generation_config.max_length - 1;
+// the last generated token is never fed back), litgpt's to prompt + new (generate/base.py
+// set_kv_cache(max_seq_length=max_returned_tokens)).
+std::uint64_t preallocated_tokens(const inference_config& config, std::uint64_t total_tokens,
+                                  std::uint64_t final_context) {
   const std::uint64_t default_cache_tokens =
       config.framework == serving_framework::transformers ? final_context : total_tokens;
   const std::uint64_t cache_tokens =
       config.kv_cache_tokens ? config.kv_cache_tokens : default_cache_tokens;
-  // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
-  const auto half_cache = [&](const layer_spec& layer, std::uint64_t tokens) {
-    return config.batch * layer_cache_tokens(layer, config, tokens) *
-           layer_kv_bytes_per_token(spec, config, layer, tp) / 2;
-  };
+  return cache_tokens;
+}
+
+// Generation under transformers and litgpt: a static cache allocated up front or a dynamic one
+// grown step by step, the prefill over the prompt, then one-token decode steps.
+struct generation {
+  const model_spec& spec;
+  const inference_config& config;
+  const rank_layout& r;
+  memory_timeline& tl;
+  inference_replay& replay;
+  const std::uint64_t final_context;
+  const std::uint64_t cache_tokens;
   std::vector<int> cache;
-  if (config.kv == kv_cache_kind::static_cache) {
+
+  // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
+  std::uint64_t half_cache(const layer_spec& layer, std::uint64_t tokens) const {
+    return config.batch * layer_cache_tokens(layer, config, tokens) *
+           layer_kv_bytes_per_token(spec, config, layer, r.tp) / 2;
+  }
+
+  void allocate_static_cache() {
     tl.phase("KV cache");
     for (std::size_t l = r.first; l < r.last; ++l) {
       const std::uint64_t bytes = half_cache(spec.layers[l], cache_tokens);
@@ -696,20 +635,27 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
       cache.push_back(tl.allocate(bytes, cat::kv_cache));
     }
   }
-  tl.phase("prefill");
-  pass prefill;
-  prefill.batch = config.batch;
-  prefill.tokens = config.prompt_tokens;
-  // A preallocated cache is attended over its full length (masked).
-  prefill.context = config.kv == kv_cache_kind::static_cache ? cache_tokens : config.prompt_tokens;
-  prefill.creates_cache = config.kv == kv_cache_kind::dynamic;
-  // litgpt projects every position; so does a plain transformers forward pass (new_tokens 1:
-  // model(input_ids), logits_to_keep 0), while generate() keeps only the last position.
-  prefill.last_position_logits =
-      config.framework != serving_framework::litgpt &&
-      !(config.framework == serving_framework::transformers && config.new_tokens == 1);
-  const std::vector<int> prefill_cache = replay.forward(prefill);
-  if (config.new_tokens > 1) {
+
+  // The prompt's pass; returns the KV tensors a dynamic cache keeps from it.
+  std::vector<int> run_prefill() {
+    tl.phase("prefill");
+    pass prefill;
+    prefill.batch = config.batch;
+    prefill.tokens = config.prompt_tokens;
+    // A preallocated cache is attended over its full length (masked).
+    prefill.context =
+        config.kv == kv_cache_kind::static_cache ? cache_tokens : config.prompt_tokens;
+    prefill.creates_cache = config.kv == kv_cache_kind::dynamic;
+    // litgpt projects every position; so does a plain transformers forward pass (new_tokens 1:
+    // model(input_ids), logits_to_keep 0), while generate() keeps only the last position.
+    prefill.last_position_logits =
+        config.framework != serving_framework::litgpt &&
+        !(config.framework == serving_framework::transformers && config.new_tokens == 1);
+    return replay.forward(prefill);
+  }
+
+  // Decoding, replayed as its last step: the longest context and the largest cache.
+  void run_decode(const std::vector<int>& prefill_cache) {
     tl.phase("decode");
     if (config.kv == kv_cache_kind::dynamic) {
       // DynamicCache.update concatenates each step's key and value to the layer's cache
@@ -730,6 +676,51 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
     decode.context = config.kv == kv_cache_kind::static_cache ? cache_tokens : final_context;
     replay.forward(decode);
   }
+};
+
+}  // namespace
+
+result<inference_estimate> estimate_inference(const model_spec& spec,
+                                              const inference_config& config, const gpu_spec& gpu) {
+  if (config.framework == serving_framework::litgpt && spec.tied_embeddings)
+    return estimate_inference(litgpt_model(spec), config, gpu);
+  if (spec.encoder_decoder || !spec.causal) {
+    return error{"mode.unsupported_model", "model",
+                 "[model] the inference estimator covers decoder-only models; " +
+                     spec.architecture + " is not one"};
+  }
+  const bool transformers = config.framework == serving_framework::transformers;
+  if (kernel_run(spec, config.attention, transformers) != config.attention) {
+    inference_config run = config;
+    run.attention = kernel_run(spec, config.attention, transformers);
+    auto fallback = estimate_inference(spec, run, gpu);
+    if (fallback.ok()) fallback.value().notes.push_back(kernel_run_note(spec));
+    return fallback;
+  }
+  if (auto e = check_inference_request(spec, config)) return *e;
+  const rank_layout r = layout_of(spec, config);
+
+  inference_estimate out;
+  const std::uint64_t total_tokens = config.prompt_tokens + config.new_tokens;
+  const std::uint64_t final_context = config.prompt_tokens + config.new_tokens - 1;
+  out.kv_bytes_per_token = kv_cache_bytes(spec, config, 1);
+  memory_timeline tl;
+  if (config.timeline_samples > 0) tl.record();
+  load_weights(spec, config, gpu, r, tl, out);
+  if (config.framework == serving_framework::llama_cpp) {
+    llama_cpp_buffers(spec, config, total_tokens, out);
+    return out;
+  }
+  inference_replay replay(spec, config, r, tl);
+  if (config.kv == kv_cache_kind::paged) {
+    paged_cache(config, gpu, total_tokens, replay, tl, out);
+    return out;
+  }
+  const std::uint64_t cache_tokens = preallocated_tokens(config, total_tokens, final_context);
+  generation generate{spec, config, r, tl, replay, final_context, cache_tokens, {}};
+  if (config.kv == kv_cache_kind::static_cache) generate.allocate_static_cache();
+  const std::vector<int> prefill_cache = generate.run_prefill();
+  if (config.new_tokens > 1) generate.run_decode(prefill_cache);
   out.kv_cache_bytes = tl.peak().by_category[static_cast<std::size_t>(cat::kv_cache)];
   out.peak = tl.peak();
   out.peak_reserved = tl.peak_reserved();
