@@ -42,8 +42,9 @@ Usage:
                     [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
                     [--optimizer adamw|adafactor|sgd|sgd_momentum|none]
                     [--optimizer-impl foreach|for_loop|fused (torch.optim AdamW)]
-                    [--grad-ckpt | --selective-recompute (the attention core only;
-                     torchtitan: its per-op policy)]
+                    [--grad-ckpt | --no-grad-ckpt | --selective-recompute (the attention
+                     core only; torchtitan: its per-op policy); a plan given none of them
+                     chooses checkpointing for each method]
                     [--grad-accumulation N]
                     [--attention sdpa|eager]
                     [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
@@ -108,7 +109,7 @@ bool parse_arguments(int argc, char** argv, arguments& args, std::string& proble
     std::string word = argv[i];
     if (word == "--json") {
       args.json_output = true;
-    } else if (word == "--grad-ckpt" || word == "--sequence-parallel" ||
+    } else if (word == "--grad-ckpt" || word == "--no-grad-ckpt" || word == "--sequence-parallel" ||
                word == "--no-kbit-preparation" || word == "--selective-recompute" ||
                word == "--keep-outputs") {
       args.options[word.substr(2)] = "true";
@@ -301,8 +302,10 @@ std::string gib(const ordered_json& bytes) {
 
 // The parts of estimate and plan requests that come from the same options.
 bool training_request(const arguments& args, ordered_json& request) {
-  if (args.options.count("grad-ckpt") && args.options.count("selective-recompute")) {
-    fail("--grad-ckpt and --selective-recompute exclude each other");
+  if (args.options.count("grad-ckpt") + args.options.count("no-grad-ckpt") +
+          args.options.count("selective-recompute") >
+      1) {
+    fail("--grad-ckpt, --no-grad-ckpt and --selective-recompute exclude each other");
     return false;
   }
   auto it = args.options.find("model");
@@ -359,6 +362,7 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
     if (args.options.count(flag)) request["workload"][field] = args.options.at(flag);
   }
   if (args.options.count("grad-ckpt")) request["workload"]["grad_ckpt"] = true;
+  if (args.options.count("no-grad-ckpt")) request["workload"]["grad_ckpt"] = false;
   if (args.options.count("selective-recompute")) request["workload"]["grad_ckpt"] = "selective";
   if (args.options.count("no-kbit-preparation")) request["workload"]["kbit_preparation"] = false;
   if (args.options.count("keep-outputs")) request["workload"]["keep_outputs"] = true;
@@ -565,8 +569,13 @@ int plan_command(const arguments& args) {
     return 0;
   }
   gpumem::cli::table t(
-      {"method", "tp", "cp", "offload", "fits", "max micro-batch", "peak GiB", "tokens/s"});
+      {"method", "tp", "cp", "offload", "ckpt", "fits", "max micro-batch", "peak GiB", "tokens/s"});
+  const ordered_json asked = request["workload"].value("grad_ckpt", ordered_json(false));
   for (const auto& c : r["candidates"]) {
+    // Checkpointing as the candidate runs it: the plan's choice, or what the request fixed.
+    const ordered_json ckpt =
+        c.contains("workload") ? c["workload"].value("grad_ckpt", asked) : asked;
+    const std::string ckpt_text = ckpt.is_string() ? "selective" : ckpt == true ? "yes" : "no";
     std::string offload = "-";
     if (c.contains("offload")) {
       offload.clear();
@@ -577,11 +586,14 @@ int plan_command(const arguments& args) {
       }
     }
     t.row({c["method"], std::to_string(c["tp"].get<int>()), std::to_string(c["cp"].get<int>()),
-           offload, c["valid"].get<bool>() ? verdict_text(c["verdict"]) : "invalid",
+           offload, ckpt_text, c["valid"].get<bool>() ? verdict_text(c["verdict"]) : "invalid",
            std::to_string(c["max_micro_batch"].get<std::uint64_t>()), gib(c["peak_bytes"]),
-           gpumem::cli::fixed(c["tokens_per_s"].get<double>(), 0)});
+           // (A speed only where it runs: a candidate that does not fit has none.)
+           c["fits"].get<bool>() ? gpumem::cli::fixed(c["tokens_per_s"].get<double>(), 0) : "-"});
   }
   std::cout << t.render() << "\n" << r["reason"].get<std::string>() << "\n";
+  for (const auto& line : r.value("not_offered", ordered_json::array()))
+    std::cout << "- " << line.get<std::string>() << "\n";
   return 0;
 }
 

@@ -13,7 +13,7 @@ export const CHOICES = {
   precision: { amp_bf16: 'Mixed bf16 (AMP)', amp_fp16: 'Mixed fp16 (AMP)', pure_bf16: 'Pure bf16', pure_fp16: 'Pure fp16', fp32: 'fp32' },
   opt: { adamw: 'AdamW', adamw_8bit: 'AdamW 8-bit', adafactor: 'Adafactor', sgd: 'SGD', sgd_momentum: 'SGD with momentum' },
   attn: { sdpa: 'SDPA', eager: 'Eager', flash: 'FlashAttention' },
-  ckpt: { 0: 'Off', 1: 'Every block', selective: 'Selective (attention core; torchtitan: per op)' },
+  ckpt: { 0: 'Off', 1: 'Every block', selective: 'Selective (attention core; torchtitan: per op)', auto: 'The plan chooses (off for one method)' },
   fw: {
     transformers: 'transformers + PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)',
     torchtitan: 'torchtitan (full)', vllm: 'vLLM', llama_cpp: 'llama.cpp',

@@ -38,7 +38,7 @@ export const FIELDS = {
   seq: { default: '1024' },
   tgt: { default: '' },  // an encoder-decoder's decoder tokens ('' = as many as seq)
   // Gradient checkpointing: none, every block, or selective (workload.grad_ckpt "selective").
-  ckpt: { default: '1', choices: ['0', '1', 'selective'] },
+  ckpt: { default: '1', choices: ['0', '1', 'selective', 'auto'] },
   attn: { default: 'sdpa', choices: ['sdpa', 'eager', 'flash'] },
   fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan', 'vllm', 'llama_cpp'] },
   // How a transformers training loop takes its loss and holds the outputs (workload.loss,
@@ -184,6 +184,8 @@ function trainingWorkload(state, plan, model) {
   w.optimizer = state.opt;
   w.attention = state.attn;
   w.framework = ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan'].includes(state.fw) ? state.fw : 'transformers';
+  // 'auto' leaves it out: a plan chooses it for each method (an estimate runs without).
+  if (state.ckpt === '0') w.grad_ckpt = false;
   if (state.ckpt === '1') w.grad_ckpt = true;
   if (state.ckpt === 'selective') w.grad_ckpt = 'selective';
   if (w.framework === 'transformers') {
@@ -258,6 +260,8 @@ export function candidateRequest(request, candidate, serving) {
   } else {
     out.parallel = candidate.parallel;
     out.workload.micro_batch = Math.max(1, candidate.max_micro_batch);
+    // What the plan chose for this candidate (gradient checkpointing).
+    Object.assign(out.workload, candidate.workload ?? {});
   }
   return withTimeline(out);
 }
@@ -304,6 +308,7 @@ export function cliFor(request) {
     if (w[field] !== undefined) args.push(`--${flag}`, String(w[field]));
   }
   if (w.grad_ckpt === true) args.push('--grad-ckpt');
+  if (w.grad_ckpt === false && request.command === 'plan') args.push('--no-grad-ckpt');
   if (w.grad_ckpt === 'selective') args.push('--selective-recompute');
   if (w.keep_outputs) args.push('--keep-outputs');
   for (const [library, release] of Object.entries(w.software ?? {})) args.push(`--${library}-version`, release);

@@ -61,6 +61,8 @@ ordered_json step_time_json(const step_time& s) {
           {"compute_s", s.compute_s},
           {"communication_s", s.communication_s},
           {"exposed_communication_s", s.exposed_communication_s},
+          {"optimizer_s", s.optimizer_s},
+          {"dispatch_s", s.dispatch_s},
           {"offload_s", s.offload_s},
           {"tokens_per_s", s.tokens_per_s},
           {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
@@ -178,6 +180,8 @@ ordered_json plan_json(const plan_result& plan) {
     if (!c.valid) entry["note"] = c.note;
     if (c.offload.any()) entry["offload"] = offload_json(c);
     entry["parallel"] = estimate_parallel_json(c);
+    // Chosen by the plan: what an estimate of this candidate sets in its workload.
+    if (c.grad_ckpt_chosen) entry["workload"] = {{"grad_ckpt", c.grad_ckpt}};
     entry["per_gpu"] = ordered_json::array({rank_json(c.at_max)});
     entry["step_time"] = step_time_json(c.speed);
     candidates.push_back(std::move(entry));
@@ -197,6 +201,7 @@ ordered_json plan_json(const plan_result& plan) {
               {"tokens_per_s", c.speed.tokens_per_s},
               {"reason", plan.reason}};
     if (c.offload.any()) choice["offload"] = offload_json(c);
+    if (c.grad_ckpt_chosen) choice["grad_ckpt"] = c.grad_ckpt;
   }
   ordered_json offload = nullptr;
   if (plan.offload.needed) {
@@ -210,6 +215,7 @@ ordered_json plan_json(const plan_result& plan) {
   return {{"choice", std::move(choice)},
           {"reason", plan.reason},
           {"unmatched_targets", plan.unmatched_targets},
+          {"not_offered", plan.not_offered},
           {"offload", std::move(offload)},
           {"candidates", std::move(candidates)}};
 }

@@ -323,6 +323,10 @@ std::string plan_command(const json& request) {
     if (!workload.ok()) return respond_error(workload.failure());
     options.seq_len = workload.value().seq_len;
     options.fixed_micro_batch = workload.value().micro_batch;
+    // Gradient checkpointing left out (or null) is the plan's to choose.
+    const json& fields = request.value("workload", json::object());
+    options.choose_checkpointing =
+        !fields.is_object() || !fields.contains("grad_ckpt") || fields.at("grad_ckpt").is_null();
     workload.value().micro_batch = 1;
     target_len = decoder_len(workload.value());
     plan = plan_detailed(c.model->spec, c.model->counts, c.cluster, workload.value(), options);

@@ -9,6 +9,7 @@
 
 #include "api/number_text.hpp"
 #include "gpumem/parallel/offload.hpp"
+#include "training/framework.hpp"
 
 namespace gpumem {
 
@@ -58,6 +59,10 @@ std::string candidate_label(const plan_candidate& c) {
   if (c.parallel.cp > 1)
     name += " with " + std::to_string(c.parallel.cp) + "-way context parallelism";
   if (c.offload.any()) name += " with " + describe(c.offload);
+  if (c.grad_ckpt_chosen && c.grad_ckpt) {
+    name += name.find(" with ") == std::string::npos ? " with" : " and";
+    name += " gradient checkpointing";
+  }
   return name;
 }
 
@@ -131,15 +136,25 @@ offload_advice advise_offload(const plan_candidate& base, const llmem_fixed& fix
   return advice;
 }
 
+// Speeds closer than this are a tie: the step-time model cannot tell them apart (on the
+// development set fewer than a quarter of its throughput figures are within 10 %, validate's
+// step-time summary).
+constexpr double speed_tie = 1.10;
+
 // Picks the fitting candidate with the most tokens/s and says why in one sentence; false when
 // none fits.
 bool choose_fastest(plan_result& plan) {
-  // Speeds within 1 % count as a tie (the step-time model is not finer than that), broken by
-  // the more sequences per GPU, then by the order of the candidates (simpler methods first).
+  // Within speed_tie of each other, the simpler layout wins (fewer GPUs sharing a sequence:
+  // no tensor or context parallelism), then the more sequences per GPU, then the order of the
+  // candidates (simpler methods first).
   const auto better = [](const plan_candidate& a, const plan_candidate& b) {
-    if (a.speed.tokens_per_s > b.speed.tokens_per_s * 1.01) return true;
-    if (b.speed.tokens_per_s > a.speed.tokens_per_s * 1.01) return false;
-    return sequences_per_gpu(a) > sequences_per_gpu(b);
+    if (a.speed.tokens_per_s > b.speed.tokens_per_s * speed_tie) return true;
+    if (b.speed.tokens_per_s > a.speed.tokens_per_s * speed_tie) return false;
+    if (gpus_per_sequence(a) != gpus_per_sequence(b))
+      return gpus_per_sequence(a) < gpus_per_sequence(b);
+    if (sequences_per_gpu(a) != sequences_per_gpu(b))
+      return sequences_per_gpu(a) > sequences_per_gpu(b);
+    return a.speed.tokens_per_s > b.speed.tokens_per_s;
   };
   plan.choice = -1;
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {
@@ -153,27 +168,29 @@ bool choose_fastest(plan_result& plan) {
   const auto& best = plan.candidates[static_cast<std::size_t>(plan.choice)];
   std::string runner_up;
   double second = 0;
-  bool tied = false;
+  std::size_t tied = 0;
   for (const auto& c : plan.candidates) {
     if (&c == &best || !c.fits) continue;
-    tied |= c.speed.tokens_per_s * 1.01 >= best.speed.tokens_per_s;
+    if (c.speed.tokens_per_s * speed_tie >= best.speed.tokens_per_s) ++tied;
     if (c.speed.tokens_per_s <= second) continue;
     second = c.speed.tokens_per_s;
     runner_up = label(c);
   }
-  std::string why;
-  if (runner_up.empty()) {
-    why = ", and the only one that fits.";
-  } else if (tied) {
-    why = "; no method that fits is faster, and this one fits the most sequences per GPU.";
-  } else {
-    why = " against " + rate_text(second) + " for " + runner_up + ".";
-  }
   const std::uint64_t group = gpus_per_sequence(best);
-  plan.reason = label(best) + " is the fastest method that fits: micro-batch " +
-                std::to_string(best.max_micro_batch) +
-                (group > 1 ? " per group of " + std::to_string(group) + " GPUs" : " per GPU") +
-                " at an estimated " + rate_text(best.speed.tokens_per_s) + " tokens/s" + why;
+  const std::string at =
+      ": micro-batch " + std::to_string(best.max_micro_batch) +
+      (group > 1 ? " per group of " + std::to_string(group) + " GPUs" : " per GPU") +
+      " at an estimated " + rate_text(best.speed.tokens_per_s) + " tokens/s";
+  if (tied > 0) {
+    plan.reason = label(best) + at + ". " + std::to_string(tied) +
+                  (tied == 1 ? " other method that fits is" : " other methods that fit are") +
+                  " within 10 % of it, closer than the step-time model can tell apart: this one "
+                  "is the simplest layout among them that fits the most sequences per GPU.";
+    return true;
+  }
+  plan.reason = label(best) + " is the fastest method that fits" + at +
+                (runner_up.empty() ? ", and the only one that fits."
+                                   : " against " + rate_text(second) + " for " + runner_up + ".");
   return true;
 }
 
@@ -308,13 +325,16 @@ struct detailed_search {
 
   plan_candidate evaluate(const method& m, const offload_placement& offload, std::uint64_t tp = 1,
                           std::uint64_t cp = 1);
+  plan_candidate evaluate_as(const method& m, const offload_placement& offload, std::uint64_t tp,
+                             std::uint64_t cp, bool grad_ckpt);
   std::optional<candidate_layout> lay_out(const method& m, const offload_placement& offload,
-                                          std::uint64_t tp, std::uint64_t cp,
+                                          std::uint64_t tp, std::uint64_t cp, bool grad_ckpt,
                                           plan_candidate& c) const;
   footprint footprint_at(training_config& config, std::uint64_t batch);
   batch_search search_batch(training_config& config);
   void time_candidate(plan_candidate& c, const footprint& f, std::uint64_t batch,
                       const candidate_layout& layout) const;
+  std::optional<std::string> refusal(const char* parallelism, parallel_support support) const;
   bool add_methods(plan_result& plan);
   bool add_tensor_parallel_groups(plan_result& plan);
   bool add_context_parallel(plan_result& plan);
@@ -331,10 +351,29 @@ struct detailed_search {
 // states sharded over all of them.
 plan_candidate detailed_search::evaluate(const method& m, const offload_placement& offload,
                                          std::uint64_t tp, std::uint64_t cp) {
+  if (!options.choose_checkpointing) return evaluate_as(m, offload, tp, cp, workload.grad_ckpt);
+  // Checkpointing is the plan's to choose: the faster of the two that fit (a recomputed forward
+  // costs a third of a step, a larger micro-batch can win it back), without it on a tie; the
+  // leaner when neither fits.
+  plan_candidate off = evaluate_as(m, offload, tp, cp, false);
+  if (!off.valid || failure) return off;
+  plan_candidate on = evaluate_as(m, offload, tp, cp, true);
+  if (failure) return on;
+  const bool take_on =
+      on.fits && (!off.fits || on.speed.tokens_per_s > off.speed.tokens_per_s * 1.01);
+  plan_candidate& chosen = take_on || (!off.fits && !on.fits) ? on : off;
+  chosen.grad_ckpt_chosen = true;
+  return std::move(chosen);
+}
+
+// One candidate with gradient checkpointing on or off.
+plan_candidate detailed_search::evaluate_as(const method& m, const offload_placement& offload,
+                                            std::uint64_t tp, std::uint64_t cp, bool grad_ckpt) {
   plan_candidate c;
   c.method = m.name;
   c.offload = offload;
-  auto layout = lay_out(m, offload, tp, cp, c);
+  c.grad_ckpt = grad_ckpt;
+  auto layout = lay_out(m, offload, tp, cp, grad_ckpt, c);
   if (!layout) return c;
   const batch_search b = search_batch(layout->config);
   if (failure &&
@@ -369,13 +408,17 @@ plan_candidate detailed_search::evaluate(const method& m, const offload_placemen
 std::optional<candidate_layout> detailed_search::lay_out(const method& m,
                                                          const offload_placement& offload,
                                                          std::uint64_t tp, std::uint64_t cp,
-                                                         plan_candidate& c) const {
+                                                         bool grad_ckpt, plan_candidate& c) const {
   const bool tensor = m.timing == parallel_method::tp;
   const bool hybrid = tp > 1 && !tensor;
   const std::uint64_t degree = tensor ? cluster.gpus : tp;
   c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false, cp};
   c.sequence_parallel = tensor || hybrid;
   training_config config = workload;
+  if (options.choose_checkpointing) {
+    config.grad_ckpt = grad_ckpt;
+    config.selective_recompute = false;
+  }
   config.sharding = m.sharding;
   config.cp_degree = cp;
   config.cp_kind = context_parallel_kind::ring;
@@ -399,9 +442,12 @@ std::optional<candidate_layout> detailed_search::lay_out(const method& m,
   config.tp_degree = degree;
   config.sequence_parallel = tensor || hybrid;
   config.offload = offload;
-  step_time_options timing = speed;
+  step_time_options timing =
+      options.choose_checkpointing ? workload_speed(spec, counts, config, options) : speed;
   // Megatron: two all-reduces per block and pass.
   timing.all_reduce_every_linear = !(tensor || hybrid);
+  timing.optimizer_sharded = m.sharding != data_parallel::none && m.sharding != data_parallel::ddp;
+  timing.gathers_per_module = m.sharding == data_parallel::zero3;
   if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
     c.valid = false;  // its all-reduces would cross the inter-node network every block
     c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +
@@ -511,6 +557,17 @@ void detailed_search::time_candidate(plan_candidate& c, const footprint& f, std:
   }
 }
 
+// Why the framework does not run `parallelism` for this fine-tuning (nothing when it does).
+std::optional<std::string> detailed_search::refusal(const char* parallelism,
+                                                    parallel_support support) const {
+  if (offered(support, workload)) return std::nullopt;
+  const framework_traits& fw = framework_of(workload);
+  return std::string(parallelism) + ": not offered, " + fw.name +
+         (support == parallel_support::none
+              ? " has none in its training recipes"
+              : " runs it for full fine-tuning only, not with adapters");
+}
+
 // Every method on the GPUs as they are; false when an estimate refuses the request.
 bool detailed_search::add_methods(plan_result& plan) {
   static const method multi[] = {
@@ -526,7 +583,15 @@ bool detailed_search::add_methods(plan_result& plan) {
   static const method one[] = {{"single", data_parallel::none, parallel_method::single}};
   const method* begin = cluster.gpus > 1 ? multi : one;
   const method* end = cluster.gpus > 1 ? multi + 8 : one + 1;
+  const auto tensor_refused = refusal("tensor parallelism", framework_of(workload).tensor_parallel);
+  const auto pipeline_refused =
+      refusal("pipeline parallelism", framework_of(workload).pipeline_parallel);
+  for (const auto& refused : {tensor_refused, pipeline_refused}) {
+    if (refused && cluster.gpus > 1) plan.not_offered.push_back(*refused);
+  }
   for (const method* m = begin; m != end; ++m) {
+    if (m->timing == parallel_method::tp && tensor_refused) continue;
+    if (m->pipeline && pipeline_refused) continue;
     plan.candidates.push_back(evaluate(*m, offload_placement{}));
     if (failure) return false;
   }
@@ -541,6 +606,7 @@ bool detailed_search::add_tensor_parallel_groups(plan_result& plan) {
   static const method fsdp_tp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                               parallel_method::adp};
   const method& dp_tp = workload.framework == framework_profile::torchtitan ? fsdp_tp : zero3_tp;
+  if (refusal("tensor parallelism", framework_of(workload).tensor_parallel)) return true;
   for (std::uint64_t tp = 2; tp < cluster.gpus && tp <= per_node; tp *= 2) {
     if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
     plan.candidates.push_back(evaluate(dp_tp, offload_placement{}, tp));
@@ -556,10 +622,11 @@ bool detailed_search::add_tensor_parallel_groups(plan_result& plan) {
 // no context parallelism.
 bool detailed_search::add_context_parallel(plan_result& plan) {
   const bool fitted = choose_fastest(plan);
-  const bool ring_attention = workload.framework == framework_profile::transformers ||
-                              workload.framework == framework_profile::torchtitan;
-  if (ring_attention &&
-      (!fitted || sequences_per_gpu(plan.candidates[static_cast<std::size_t>(plan.choice)]) <= 1)) {
+  const bool wanted =
+      !fitted || sequences_per_gpu(plan.candidates[static_cast<std::size_t>(plan.choice)]) <= 1;
+  const auto refused = refusal("context parallelism", framework_of(workload).context_parallel);
+  if (wanted && refused && cluster.gpus > 1) plan.not_offered.push_back(*refused);
+  if (wanted && !refused) {
     static const method fsdp_cp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                                 parallel_method::adp};
     for (std::uint64_t cp = 2; cp <= cluster.gpus && cp <= per_node; cp *= 2) {
@@ -585,7 +652,17 @@ bool detailed_search::add_offloads(plan_result& plan) {
       {&zero3, {cpu, cpu, none, none}},  {&zero3, {cpu, cpu, none, cpu}},
       {&zero3, {nvme, cpu, none, cpu}},  {&zero3, {nvme, nvme, none, cpu}},
       {&zero3, {nvme, nvme, none, nvme}}};
+  // bitsandbytes' 4-bit weights are not parameters ZeRO-3 moves to the host (PEFT's QLoRA +
+  // ZeRO-3 guide, peft docs accelerate/deepspeed, runs offload_param_device none).
+  const bool four_bit = workload.quantization == base_quantization::nf4 ||
+                        workload.quantization == base_quantization::nf4_double_quant;
+  const bool keep_params = four_bit && !framework_of(workload).offloads_4bit_params;
+  if (keep_params)
+    plan.not_offered.push_back(
+        "parameter offload: not offered, ZeRO-3 does not move a 4-bit "
+        "base's weights to host memory");
   for (const auto& [m, placement] : offloads) {
+    if (keep_params && placement.params != offload_target::none) continue;
     plan.candidates.push_back(evaluate(*m, placement));
     if (failure) return false;
   }
@@ -624,8 +701,16 @@ std::string detailed_search::shortfall_reason(const plan_candidate& leanest) con
                gib_text(cluster.nvme_bytes) + " (" +
                gib_text(leanest.nvme_bytes_per_node - cluster.nvme_bytes) + " short)";
   }
-  return "Nothing fits at micro-batch 1, even with everything offloaded to NVMe: short of " +
-         short_of + ". Use more GPUs, LoRA/QLoRA or gradient checkpointing.";
+  // What would help that the run does not do already.
+  std::string helps = "more GPUs";
+  if (workload.finetune == finetune_kind::full) helps += ", LoRA or QLoRA";
+  if (workload.finetune == finetune_kind::lora && workload.quantization == base_quantization::none)
+    helps += ", QLoRA";
+  if (!workload.grad_ckpt && !options.choose_checkpointing) helps += ", gradient checkpointing";
+  helps += " or a shorter sequence";
+  return "Nothing fits at micro-batch 1, even with everything the plan can offload moved off the "
+         "GPU: short of " +
+         short_of + ". Try " + helps + ".";
 }
 
 }  // namespace

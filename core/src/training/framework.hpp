@@ -20,6 +20,13 @@ enum class loss_path {
   fused_chunks,    // unsloth: head and loss fused a chunk of tokens at a time
 };
 
+// Which fine-tuning a parallelism is offered with (the planner's candidates).
+enum class parallel_support {
+  none,
+  full_fine_tuning,  // not with adapters
+  any,
+};
+
 struct framework_traits {
   const char* name;  // as workload.framework names it
   loss_path loss = loss_path::upcast_logits;
@@ -61,6 +68,12 @@ struct framework_traits {
   // It runs transformers' modelling code as is: its attention dispatch (no SDPA path for
   // attention sinks), its masks and dtype handling.
   bool transformers_modelling = false;
+  // --- Parallelism its training recipes run (what the planner offers) ---
+  parallel_support tensor_parallel = parallel_support::none;
+  parallel_support context_parallel = parallel_support::none;
+  parallel_support pipeline_parallel = parallel_support::none;  // stages that overlap (1F1B)
+  // ZeRO-3 can move its 4-bit base weights to host memory.
+  bool offloads_4bit_params = false;
   // What its profile does not model (step_checks.cpp runs it with the other refusals).
   std::optional<error> (*refusals)(const model_spec& spec, const training_config& config) = nullptr;
 };
@@ -73,6 +86,11 @@ const framework_traits& framework_of(framework_profile framework);
 std::optional<framework_profile> framework_named(const std::string& name);
 inline const framework_traits& framework_of(const training_config& config) {
   return framework_of(config.framework);
+}
+// Whether `support` covers the run's fine-tuning (adapters: LoRA, QLoRA, IA3, ...).
+inline bool offered(parallel_support support, const training_config& config) {
+  return support == parallel_support::any ||
+         (support == parallel_support::full_fine_tuning && config.finetune == finetune_kind::full);
 }
 
 const framework_traits& transformers_framework();

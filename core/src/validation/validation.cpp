@@ -190,8 +190,11 @@ step_time_report validate_step_time(const json& points) {
     }
     // Eight GPUs per node, as in the DGX/HGX servers these runs used.
     cluster.value().gpus_per_node = std::min<std::uint64_t>(cluster.value().gpus, 8);
-    const step_time_options options =
+    step_time_options options =
         timing_options(workload, spec.value(), counts.value(), seq.get<std::uint64_t>());
+    const std::string named = text_or(parallel, "method", "");
+    options.optimizer_sharded = named != "ddp" && named != "single";
+    options.gathers_per_module = named.rfind("zero3", 0) == 0;
     const auto speed =
         estimate_step_time(spec.value(), counts.value(), cluster.value(),
                            parallel_for(method, count_or_one(parallel, "tp")),

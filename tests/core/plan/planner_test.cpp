@@ -67,6 +67,11 @@ TEST_CASE("step time of a tiny model, by hand") {
   const double flops_per_token = 4.0 * 226432;
   const double tokens = 2.0 * 128;
   const double compute = tokens * flops_per_token / 0.5e12;
+  // The host launches 30 kernels a block and forward (2 blocks, 4 forwards' worth with the
+  // backward and the recomputation) at 10 us each: 2.4 ms, longer than the GPU's compute.
+  const double launches = 2 * 30 * 4 * 10e-6;
+  // ZeRO-3 / FSDP: one gather per block and pass (forward, recomputation, backward) at 25 us.
+  const double gathers = 2 * 1 * 3 * 25e-6;
 
   SUBCASE("cdp: the gradient all-reduce hides behind backward") {
     auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
@@ -75,14 +80,31 @@ TEST_CASE("step time of a tiny model, by hand") {
     CHECK(s.compute_s == doctest::Approx(compute));
     CHECK(s.communication_s == doctest::Approx(2 * 86848 / 1e9));  // 2 (N-1)/N x 2 bytes x P
     CHECK(s.exposed_communication_s == doctest::Approx(0));
-    CHECK(s.tokens_per_s == doctest::Approx(2 * tokens / compute));
-    CHECK(s.tokens_per_s_per_gpu == doctest::Approx(tokens / compute));
+    CHECK(s.dispatch_s == doctest::Approx(launches - compute));
+    CHECK(s.optimizer_s == 0);  // (no memory bandwidth given)
+    CHECK(s.tokens_per_s == doctest::Approx(2 * tokens / launches));
+    CHECK(s.tokens_per_s_per_gpu == doctest::Approx(tokens / launches));
   }
   SUBCASE("adp: 1.5x the volume, hidden behind compute") {
     auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::adp, 1, false}, 2,
                                 128, options);
     CHECK(s.communication_s == doctest::Approx(3 * 0.5 * 2 * 86848 / 1e9));
-    CHECK(s.step_s == doctest::Approx(compute));
+    CHECK(s.step_s == doctest::Approx(launches + gathers));
+  }
+  SUBCASE("the optimizer step reads and writes 28 bytes a trained parameter, sharded or not") {
+    t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+    auto ddp = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                  128, options);
+    CHECK(ddp.optimizer_s == doctest::Approx(86848 * 28 / 1e9));
+    options.optimizer_sharded = true;
+    auto zero = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                   128, options);
+    CHECK(zero.optimizer_s == doctest::Approx(86848 * 28 / 2 / 1e9));
+    CHECK(zero.step_s == doctest::Approx(launches + zero.optimizer_s));
+    options.weight_gradients = false;  // adapters: a negligible share, left out
+    CHECK(estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2, 128,
+                             options)
+              .optimizer_s == 0);
   }
   SUBCASE("tp: every Linear's all-reduce and gather on the critical path") {
     auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::tp, 2, false}, 2,
@@ -91,8 +113,8 @@ TEST_CASE("step time of a tiny model, by hand") {
     // all-reduce 2 x tokens x out bytes each, backward gathers tokens x in.
     const double bytes = 2 * tokens * (4.0 * 512 + 512);
     CHECK(s.communication_s == doctest::Approx(bytes / 1e9));
-    CHECK(s.step_s == doctest::Approx(compute / 2 + bytes / 1e9));
-    CHECK(s.tokens_per_s == doctest::Approx(tokens / (compute / 2 + bytes / 1e9)));
+    CHECK(s.step_s == doctest::Approx(launches + bytes / 1e9));
+    CHECK(s.tokens_per_s == doctest::Approx(tokens / (launches + bytes / 1e9)));
   }
   SUBCASE("adp with context parallelism 2: half the tokens a rank, the ring beside attention") {
     parallel_config ring{parallel_method::adp, 1, false};
@@ -107,7 +129,8 @@ TEST_CASE("step time of a tiny model, by hand") {
     const double dp_s = 3 * 0.5 * 2 * 86848 / 1e9;
     CHECK(s.compute_s == doctest::Approx(rank_compute));
     CHECK(s.communication_s == doctest::Approx(dp_s + ring_s));
-    CHECK(s.exposed_communication_s == doctest::Approx(dp_s - rank_compute + ring_s - attention_s));
+    CHECK(s.exposed_communication_s ==
+          doctest::Approx(dp_s - rank_compute + ring_s - attention_s + gathers));
     CHECK(s.tokens_per_s == doctest::Approx(2 * 128.0 / s.step_s));
   }
   SUBCASE("no recomputation: three forwards' worth") {
@@ -226,9 +249,12 @@ TEST_CASE("detailed plans: data- and tensor-parallel candidates, each at its lar
   CHECK(plan.at("mode") == "detailed");
   std::string names;
   for (const auto& c : plan.at("candidates")) names += c.at("method").get<std::string>() + " ";
-  // The last: ZeRO-3 over 2 groups of 2 tensor-parallel GPUs (DP+TP).
-  CHECK(names ==
-        "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op tensor_parallel pipeline zero3 ");
+  // The last: ZeRO-3 over 2 groups of 2 tensor-parallel GPUs (DP+TP); no pipeline under
+  // transformers, which says so.
+  CHECK(names == "ddp zero1 zero2 zero3 fsdp_full_shard fsdp_shard_grad_op tensor_parallel zero3 ");
+  REQUIRE(plan.at("not_offered").size() == 1);
+  CHECK(plan.at("not_offered")[0].get<std::string>().rfind("pipeline parallelism: not offered",
+                                                           0) == 0);
   CHECK(plan.at("candidates").back().at("tp") == 2);
   REQUIRE(plan.at("choice").is_object());
   for (const auto& c : plan.at("candidates")) {
@@ -354,6 +380,91 @@ TEST_CASE("detailed plans split sequences that fit one at a time at best over co
   }
   CHECK(split);
   CHECK(two_d);
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+json lora_plan(json workload, std::uint64_t gpus, const char* gpu = "rtx-4090") {
+  workload["finetune"] = "lora";
+  return test::call({{"command", "plan"},
+                     {"model", "meta-llama/Llama-3.1-8B"},
+                     {"cluster", {{"gpu", gpu}, {"gpus", gpus}}},
+                     {"workload", workload}});
+}
+
+TEST_CASE("a plan chooses gradient checkpointing where the request leaves it open") {
+  // 8B LoRA at 2,048 tokens on a 24 GB card fits only with every block checkpointed.
+  const json open = lora_plan({{"seq_len", 2048}}, 1);
+  REQUIRE(open.at("ok") == true);
+  const json& choice = open.at("result").at("choice");
+  REQUIRE(choice.is_object());
+  CHECK(choice.at("grad_ckpt") == true);
+  const json& chosen = open.at("result").at("candidates")[choice.at("candidate").get<int>()];
+  CHECK(chosen.at("workload").at("grad_ckpt") == true);
+  CHECK(chosen.at("label").get<std::string>().find("gradient checkpointing") != std::string::npos);
+  // Fixed off, it is not the plan's to change: nothing fits on the card alone, and no candidate
+  // carries a choice.
+  const json fixed = lora_plan({{"seq_len", 2048}, {"grad_ckpt", false}}, 1);
+  REQUIRE(fixed.at("ok") == true);
+  for (const auto& c : fixed.at("result").at("candidates")) {
+    CHECK_FALSE(c.contains("workload"));
+    if (!c.contains("offload")) CHECK(c.at("fits") == false);
+  }
+  // An estimate of the chosen candidate with its workload gives the plan's peak.
+  const json estimate = test::call({{"command", "estimate"},
+                                    {"model", "meta-llama/Llama-3.1-8B"},
+                                    {"cluster", {{"gpu", "rtx-4090"}}},
+                                    {"workload",
+                                     {{"finetune", "lora"},
+                                      {"seq_len", 2048},
+                                      {"grad_ckpt", true},
+                                      {"micro_batch", chosen.at("max_micro_batch")}}}});
+  CHECK(estimate.at("result").at("per_gpu")[0].at("peak_bytes") == chosen.at("peak_bytes"));
+}
+
+TEST_CASE("a plan offers only the layouts the framework runs, each refusal said once") {
+  // transformers + PEFT: no tensor, pipeline or context parallelism.
+  const json lora = lora_plan({{"seq_len", 1024}, {"grad_ckpt", true}}, 4, "a100-sxm4-40gb");
+  REQUIRE(lora.at("ok") == true);
+  for (const auto& c : lora.at("result").at("candidates")) {
+    CHECK(c.at("tp") == 1);
+    CHECK(c.at("method") != "tensor_parallel");
+    CHECK(c.at("method") != "pipeline");
+  }
+  const std::string refused = lora.at("result").at("not_offered").dump();
+  CHECK(refused.find("tensor parallelism: not offered, transformers runs it for full "
+                     "fine-tuning only") != std::string::npos);
+  CHECK(refused.find("pipeline parallelism") != std::string::npos);
+  // torchtitan runs all of them.
+  const json titan = test::call({{"command", "plan"},
+                                 {"model", "meta-llama/Llama-3.2-1B"},
+                                 {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+                                 {"workload", {{"seq_len", 1024}, {"framework", "torchtitan"}}}});
+  REQUIRE(titan.at("ok") == true);
+  CHECK(titan.at("result").at("not_offered").empty());
+  // A 4-bit base: the offloads keep its weights on the GPU.
+  // A 4-bit base: the offloads keep its weights on the GPU (70B in 4 bits does not fit a 24 GB
+  // card, so the offloads are tried).
+  const json qlora = test::call(
+      {{"command", "plan"},
+       {"model", "meta-llama/Llama-3.1-70B"},
+       {"cluster", {{"gpu", "rtx-4090"}}},
+       {"workload",
+        {{"finetune", "lora"}, {"weights", "nf4"}, {"seq_len", 1024}, {"grad_ckpt", true}}}});
+  REQUIRE(qlora.at("ok") == true);
+  int offloads = 0;
+  for (const auto& c : qlora.at("result").at("candidates")) {
+    if (!c.contains("offload")) continue;
+    ++offloads;
+    CHECK(c.at("offload").at("params") == "none");
+  }
+  CHECK(offloads == 2);
+  const std::string reason = qlora.at("result").at("reason");
+  CHECK(reason.find("Try more GPUs or a shorter sequence.") != std::string::npos);
 }
 
 }  // namespace

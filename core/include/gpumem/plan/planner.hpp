@@ -34,6 +34,10 @@ struct plan_candidate {
   std::uint64_t pp_micro_batches = 0;
   std::uint64_t host_bytes_per_node = 0;
   std::uint64_t nvme_bytes_per_node = 0;
+  // Gradient checkpointing as the candidate runs it; chosen by the plan where the request left
+  // it open (plan_options::choose_checkpointing).
+  bool grad_ckpt = false;
+  bool grad_ckpt_chosen = false;
 };
 
 // A plan replays a step for every method and micro-batch it tries (and a solve for every
@@ -68,6 +72,8 @@ struct plan_result {
   offload_advice offload;
   std::vector<std::string> warnings;
   std::vector<std::string> unmatched_targets;  // LoRA/IA3 targets naming no module (PEFT skips)
+  // Layouts the plan does not offer because the framework does not run them, each in a sentence.
+  std::vector<std::string> not_offered;
 };
 
 struct plan_options {
@@ -78,6 +84,11 @@ struct plan_options {
   std::uint64_t fixed_micro_batch = 0;
   step_time_options speed;
   bool exact_dp_tp_fraction = false;
+  // Detailed plans: the request leaves gradient checkpointing open (it changes the memory and the
+  // time of a step, not what is learned), so every candidate runs with it off and with every
+  // block checkpointed and keeps the faster that fits (the one that needs less memory when
+  // neither does).
+  bool choose_checkpointing = false;
 };
 
 // The methods LLMem considers for `gpus` GPUs: single for one GPU; otherwise CDP, ADP, TP over

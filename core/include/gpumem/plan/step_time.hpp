@@ -42,6 +42,13 @@ struct step_time_options {
   // Encoder-decoders: the decoder's tokens per sequence (0: seq_len). Their FLOPs per token are
   // the sequence's FLOPs over its seq_len encoder tokens, which tokens/s counts.
   std::uint64_t target_len = 0;
+  // The optimizer's states are sharded over the data-parallel ranks (ZeRO-1/2/3, FSDP, Gemini),
+  // each stepping its share; DDP steps every parameter on every GPU.
+  bool optimizer_sharded = false;
+  // Parameters gathered per block and pass under ZeRO-3 / FSDP: one collective per module that
+  // holds parameters (DeepSpeed ZeRO-3 fetches each submodule's) or one per block (FSDP's
+  // per-block units).
+  bool gathers_per_module = false;
 };
 
 struct step_time {
@@ -49,6 +56,8 @@ struct step_time {
   double compute_s = 0;                // per GPU
   double communication_s = 0;          // all collectives, per GPU
   double exposed_communication_s = 0;  // not hidden behind compute
+  double optimizer_s = 0;              // the optimizer step, memory-bound, per GPU
+  double dispatch_s = 0;               // the host's kernel launches, when they outlast the GPU
   double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
   double step_s = 0;
   double tokens_per_s = 0;  // whole job

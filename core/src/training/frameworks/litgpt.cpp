@@ -33,6 +33,8 @@ const framework_traits& litgpt_framework() {
     t.fp32_norm_output = true;
     t.fused_gelu = true;
     t.softcap_by_hand = true;
+    // No tensor or context parallelism: its finetune scripts shard with FSDPStrategy only
+    // (litgpt/finetune/*.py; tensor parallelism is in its generate/tp.py, for inference).
     return t;
   }();
   return traits;

@@ -63,6 +63,11 @@ const framework_traits& torchtitan_framework() {
     // _apply_ac_to_transformer_block).
     t.per_op_selective_recompute = true;
     t.refusals = torchtitan_refusals;
+    // Its 2D/3D parallelism: tensor_parallel_degree and context_parallel_degree
+    // (torchtitan/config/job_config.py Parallelism).
+    t.tensor_parallel = parallel_support::any;
+    t.context_parallel = parallel_support::any;
+    t.pipeline_parallel = parallel_support::any;  // pipeline_parallel_degree, 1F1B schedules
     return t;
   }();
   return traits;

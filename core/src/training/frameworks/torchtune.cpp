@@ -18,6 +18,9 @@ const framework_traits& torchtune_framework() {
     t.default_adamw = adamw_implementation::fused;
     // Its recipes call backward() on every micro-batch without no_sync.
     t.fsdp_no_sync = false;
+    // recipes/full_finetune_distributed.py: tensor_parallel_dim (torchtune 0.6); its LoRA
+    // recipes and every recipe's context are data-parallel only.
+    t.tensor_parallel = parallel_support::full_fine_tuning;
     return t;
   }();
   return traits;

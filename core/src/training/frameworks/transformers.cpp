@@ -26,6 +26,15 @@ const framework_traits& transformers_framework() {
     t.all_architectures = true;
     t.torch1 = true;
     t.transformers_modelling = true;
+    // Tensor parallelism: a tp_plan shards the model's nn.Linear weights as DTensors
+    // (transformers 4.50+ from_pretrained(tp_plan="auto"), accelerate's
+    // TorchTensorParallelPlugin); PEFT's adapter layers wrap those modules and have no plan, so it
+    // is offered for full fine-tuning only. Context parallelism: accelerate 1.10's
+    // ParallelismConfig(cp_size) under FSDP2 (ring attention over SDPA), full fine-tuning only.
+    t.tensor_parallel = parallel_support::full_fine_tuning;
+    t.context_parallel = parallel_support::full_fine_tuning;
+    // No pipeline: device_map="auto" splits the blocks over the GPUs but runs them one at a
+    // time (accelerate big_modeling, naive model parallelism).
     return t;
   }();
   return traits;
