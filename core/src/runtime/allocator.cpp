@@ -29,7 +29,7 @@ std::uint64_t allocator_segment_size(std::uint64_t bytes) {
 void caching_allocator::insert_free(int index) {
   block& b = blocks_[static_cast<std::size_t>(index)];
   free_list& free = pool(b.small_pool);
-  const free_entry key{b.size, index};
+  const std::pair<std::uint64_t, int> key{b.size, index};
   free.insert(std::lower_bound(free.begin(), free.end(), key), key);
   b.whole = b.offset == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)];
   if (b.whole) whole_free_.push_back(index);
@@ -38,8 +38,8 @@ void caching_allocator::insert_free(int index) {
 void caching_allocator::erase_free(int index) {
   block& b = blocks_[static_cast<std::size_t>(index)];
   free_list& free = pool(b.small_pool);
-  const auto at = std::lower_bound(free.begin(), free.end(), free_entry{b.size, index});
-  if (at != free.end() && at->index == index) free.erase(at);
+  const auto at = std::lower_bound(free.begin(), free.end(), std::make_pair(b.size, index));
+  if (at != free.end() && at->second == index) free.erase(at);
   if (b.whole) {
     whole_free_.erase(std::find(whole_free_.begin(), whole_free_.end(), index));
     b.whole = false;
@@ -50,7 +50,7 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
   // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block): the
   // smallest at least as large, the earliest made among equals.
   free_list& free = pool(small_pool);
-  const auto fit = std::lower_bound(free.begin(), free.end(), free_entry{size, -1});
+  const auto fit = std::lower_bound(free.begin(), free.end(), std::make_pair(size, -1));
   int chosen = 0;
   if (fit == free.end()) {  // a new segment (cudaMalloc)
     const std::uint64_t segment = allocator_segment_size(size);
@@ -62,7 +62,7 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
     blocks_.push_back(block{id, 0, segment, small_pool, false});
     chosen = static_cast<int>(blocks_.size() - 1);
   } else {
-    chosen = fit->index;
+    chosen = fit->second;
     erase_free(chosen);
     blocks_[static_cast<std::size_t>(chosen)].free = false;
   }

@@ -469,3 +469,82 @@ TEST_CASE("a plan offers only the layouts the framework runs, each refusal said 
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("a plan says what it would take: changes that fit where nothing does") {
+  // 70B full fine-tuning on 8 H100s: nothing fits on the GPUs alone; LoRA does.
+  const json r = test::call({{"command", "plan"},
+                             {"model", "meta-llama/Llama-3.1-70B"},
+                             {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 8}}},
+                             {"workload", {{"finetune", "full"}, {"seq_len", 4096}}}});
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  REQUIRE(plan.at("alternatives").is_array());
+  REQUIRE_FALSE(plan.at("alternatives").empty());
+  bool lora = false;
+  double last = 1e300;
+  for (const auto& a : plan.at("alternatives")) {
+    CHECK(a.at("tokens_per_s").get<double>() <= last);  // fastest first
+    last = a.at("tokens_per_s").get<double>();
+    const std::string sentence = a.at("sentence");
+    CHECK(sentence.rfind("With ", 0) == 0);
+    lora |= a.at("request").value("workload", json::object()).value("finetune", "") == "lora";
+    // Replaying the change as an estimate of the named method gives the same peak.
+    json changed = {{"command", "plan"},
+                    {"model", "meta-llama/Llama-3.1-70B"},
+                    {"cluster", {{"gpu", "h100-sxm"}, {"gpus", 8}}},
+                    {"workload", {{"finetune", "full"}, {"seq_len", 4096}}},
+                    {"options", {{"alternatives", false}}}};
+    changed.merge_patch(a.at("request"));
+    const json again = test::call(changed);
+    REQUIRE(again.at("ok") == true);
+    CHECK_FALSE(again.at("result").contains("alternatives"));
+    bool found = false;
+    for (const auto& c : again.at("result").at("candidates"))
+      found |= c.at("label") == a.at("label") && c.at("peak_bytes") == a.at("peak_bytes");
+    CHECK(found);
+  }
+  CHECK(lora);
+}
+
+TEST_CASE("a plan that fits lists only changes faster than its choice beyond the model's error") {
+  const json r = test::call({{"command", "plan"},
+                             {"model", "meta-llama/Llama-3.1-8B"},
+                             {"cluster", {{"gpu", "rtx-4090"}, {"gpus", 2}}},
+                             {"workload", {{"finetune", "lora"}, {"seq_len", 2048}}}});
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  const double chosen = plan.at("choice").at("tokens_per_s");
+  for (const auto& a : plan.at("alternatives"))
+    CHECK(a.at("tokens_per_s").get<double>() > chosen * plan_speed_tie);
+}
+
+TEST_CASE("a plan's time and cost for so many training tokens") {
+  json request = {
+      {"command", "plan"},
+      {"model", "meta-llama/Llama-3.2-1B"},
+      {"cluster", {{"gpu", "a100-sxm4-80gb"}, {"gpus", 1}, {"price_per_gpu_hour", 2.0}}},
+      {"workload", {{"seq_len", 1024}, {"train_tokens", 1000000000}}},
+      {"options", {{"alternatives", false}}}};
+  const json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  const json& plan = r.at("result");
+  const json& t = plan.at("time_and_cost");
+  const double speed = plan.at("choice").at("tokens_per_s");
+  CHECK(t.at("train_time_s").get<double>() == doctest::Approx(1e9 / speed));
+  CHECK(t.at("cost").get<double>() == doctest::Approx(1e9 / speed / 3600 * 2.0));
+  // Without a price: the time, no cost; out of range: a coded error naming the field.
+  request["cluster"].erase("price_per_gpu_hour");
+  CHECK(test::call(request).at("result").at("time_and_cost").at("cost").is_null());
+  request["workload"]["train_tokens"] = -5;
+  const json bad = test::call(request);
+  CHECK(bad.at("error").at("field") == "workload.train_tokens");
+  request["workload"].erase("train_tokens");
+  request["cluster"]["price_per_gpu_hour"] = 1e9;
+  CHECK(test::call(request).at("error").at("field") == "cluster.price_per_gpu_hour");
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -89,7 +89,17 @@ struct plan_options {
   // block checkpointed and keeps the faster that fits (the one that needs less memory when
   // neither does).
   bool choose_checkpointing = false;
+  // Detailed plans: only these methods on the GPUs alone (no tensor-parallel groups, context
+  // parallelism or offloads); empty: every method.
+  std::vector<std::string> only_methods;
+  bool gpus_only = false;        // detailed plans: never the offloads
+  std::uint64_t target_len = 0;  // encoder-decoders: the decoder's length (reported)
 };
+
+// Speeds closer than this factor are a tie: the step-time model cannot tell them apart (on the
+// development set fewer than a quarter of its throughput figures are within 10 %, validate's
+// step-time summary).
+inline constexpr double plan_speed_tie = 1.10;
 
 // The methods LLMem considers for `gpus` GPUs: single for one GPU; otherwise CDP, ADP, TP over
 // all GPUs and DP+TP for every T dividing the GPU count with 1 < T < gpus.

@@ -12,6 +12,7 @@
 // obtained with cudaMalloc (torch.cuda.memory_reserved).
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace gpumem {
@@ -65,16 +66,8 @@ class caching_allocator {
   void release_free_segments();
 
   // Free blocks by (size, index), sorted: the best fit is the first at least as large (a sorted
-  // vector: a few hundred free blocks at most, and no node to allocate per event). A plain struct
-  // rather than std::pair so that insertions and erasures move the entries as one memmove.
-  struct free_entry {
-    std::uint64_t size;
-    int index;
-    bool operator<(const free_entry& other) const {
-      return size != other.size ? size < other.size : index < other.index;
-    }
-  };
-  using free_list = std::vector<free_entry>;
+  // vector: a few hundred free blocks at most, and no node to allocate per event).
+  using free_list = std::vector<std::pair<std::uint64_t, int>>;
   free_list& pool(bool small_pool) { return small_pool ? free_small_ : free_large_; }
 
   std::vector<block> blocks_;

@@ -44,6 +44,7 @@ struct cluster_spec {
   // Offload budgets per node (0: not checked) and host speeds.
   std::uint64_t host_ram_bytes = 0;
   std::uint64_t nvme_bytes = 0;
+  double price_per_gpu_hour = 0;  // what one GPU costs an hour (0: not given), for a plan's cost
   offload_speeds host;
 };
 
