@@ -441,6 +441,20 @@ void print_kv_cache(const ordered_json& r) {
               << " tokens = " << kv["concurrent_sequences"] << " sequences of this length at once";
   }
   std::cout << "\n";
+  if (r.contains("speed")) {
+    const auto& v = r["speed"];
+    std::cout << "Speed (estimated): prefill "
+              << gpumem::cli::fixed(v["prefill_s"].get<double>() * 1000, 0) << " ms, then about "
+              << gpumem::cli::group_digits(
+                     static_cast<std::uint64_t>(v["decode_tokens_per_s"].get<double>() + 0.5))
+              << " tokens/s in all ("
+              << gpumem::cli::group_digits(
+                     static_cast<std::uint64_t>(v["per_sequence_tokens_per_s"].get<double>() + 0.5))
+              << " per sequence)"
+              << (v["launch_bound"].get<bool>() ? ", bound by kernel launches" : "")
+              << "; the request about " << gpumem::cli::fixed(v["request_s"].get<double>(), 1)
+              << " s\n";
+  }
   if (r.contains("solution")) {
     for (const auto& [key, value] : r["solution"].items()) {
       if (key != "limited_by") std::cout << key << ": " << value;

@@ -151,6 +151,10 @@ function servingFigures(view, unit) {
     const most = s.max_batch.solution.max_batch;
     items.push(`<li>KV cache: room for <strong>${count(most * length)} tokens</strong>: ${plural(most, 'sequence')} of ${count(length)} tokens at once${most ? ` (${count(kv.bytes_per_token)} bytes per token and sequence)` : ''}</li>`);
   }
+  const v = d.speed;
+  if (v) {
+    items.push(`<li>Speed: about <strong>${count(v.per_sequence_tokens_per_s)} tokens/s per sequence</strong> (${count(v.decode_tokens_per_s)} in all) after a ${count(v.prefill_s * 1000)} ms prefill${v.launch_bound ? ', bound by kernel launches' : ''}</li>`);
+  }
   if (s.max_context) {
     const v = s.max_context.solution;
     items.push(`<li>Longest context at ${plural(d.workload.micro_batch, 'sequence')}: <strong>${v.max_context ? `${count(v.max_context)} tokens` : 'none fits'}</strong>${v.max_context ? ` (the prompt and ${count(d.workload.new_tokens)} new; limited by ${escapeHtml(v.limited_by)})` : ''}</li>`);

@@ -5,6 +5,7 @@
 #include "api/estimate_json.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/inference/inference_solver.hpp"
+#include "gpumem/plan/inference_speed.hpp"
 #include "model/config_reader.hpp"
 
 namespace gpumem {
@@ -34,7 +35,8 @@ ordered_json workload_json(const inference_config& c) {
 }  // namespace
 
 result<ordered_json> inference_estimate_json(const json& request, const model_spec& spec,
-                                             const cluster_spec& cluster, const std::string& metric,
+                                             const param_count& counts, const cluster_spec& cluster,
+                                             const std::string& metric,
                                              std::size_t timeline_samples,
                                              std::vector<std::string>& warnings) {
   auto read = read_inference_request(request, spec, cluster.gpus, warnings);
@@ -68,6 +70,13 @@ result<ordered_json> inference_estimate_json(const json& request, const model_sp
     kv["gpu_memory_utilization"] = c.gpu_memory_utilization;
   }
   out["kv_cache"] = std::move(kv);
+  const inference_speed speed = estimate_inference_speed(spec, counts, c, cluster.gpu, worst);
+  out["speed"] = {{"prefill_s", speed.prefill_s},
+                  {"decode_step_s", speed.decode_step_s},
+                  {"decode_tokens_per_s", speed.decode_tokens_per_s},
+                  {"per_sequence_tokens_per_s", speed.per_sequence_tokens_per_s},
+                  {"request_s", speed.request_s},
+                  {"launch_bound", speed.launch_bound}};
   ordered_json per_gpu = ordered_json::array();
   for (std::size_t i = 0; i < r.stages.size(); ++i) {
     rank_estimate rank;

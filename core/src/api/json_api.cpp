@@ -201,8 +201,8 @@ bool is_inference(const json& request) {
 std::string inference_estimate(const json& request, training_context& c) {
   auto metric = read_metric(request);
   if (!metric.ok()) return respond_error(metric.failure());
-  auto fields = inference_estimate_json(request, c.model->spec, c.cluster, metric.value(),
-                                        c.settings.timeline_samples, c.warnings);
+  auto fields = inference_estimate_json(request, c.model->spec, c.model->counts, c.cluster,
+                                        metric.value(), c.settings.timeline_samples, c.warnings);
   if (!fields.ok()) return respond_error(fields.failure());
   ordered_json result;
   result["mode"] = "detailed";

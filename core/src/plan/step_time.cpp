@@ -96,23 +96,16 @@ double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
 // fused AdamW, csrc/adam/multi_tensor_adam.cu); it runs at the memory's bandwidth.
 constexpr double optimizer_bytes_per_param = 28.0;
 
-// Kernels per block in a forward: a Llama-style block launches about 30 (two RMSNorms of five
-// ops, four projections, rotary embedding, the attention kernel, two residual adds, three MLP
-// projections and the gated activation: transformers models/llama/modeling_llama.py); a
-// backward about twice as many.
-constexpr double kernels_per_block_forward = 30.0;
-// The host's cost of one eager kernel launch, which the GPU cannot run ahead of: about 10 us
-// (PyTorch dispatch plus cudaLaunchKernel; "Accelerating PyTorch with CUDA Graphs",
-// pytorch.org blog, 2021).
-constexpr double launch_s = 10e-6;
-// A small NCCL collective's latency within a node: about 25 us for an all-gather of a few bytes
-// over 8 NVLink GPUs (nccl-tests all_gather_perf, ring, A100 DGX).
-constexpr double collective_latency_s = 25e-6;
 // Modules with parameters in a decoder block (q, k, v, o, gate, up, down and two norms), each a
 // ZeRO-3 fetch (deepspeed/runtime/zero/partitioned_param_coordinator.py).
 constexpr double modules_per_block = 9.0;
 
 }  // namespace
+
+double model_forward_flops_per_token(const model_spec& spec, const param_count& counts,
+                                     std::uint64_t seq_len, bool causal_kernel) {
+  return forward_flops_per_token(spec, counts, seq_len, causal_kernel, 0);
+}
 
 double per_op_recompute_share(const model_spec& spec, const param_count& counts,
                               std::uint64_t seq_len, bool causal_kernel) {
@@ -221,7 +214,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   // The host launches every kernel: a step cannot be shorter than its launches.
   const double launches = static_cast<double>(spec.num_layers) * kernels_per_block_forward *
                           (1.0 + 2.0 + options.recompute);
-  out.dispatch_s = std::max(0.0, launches * launch_s - out.compute_s);
+  out.dispatch_s = std::max(0.0, launches * kernel_launch_s - out.compute_s);
   out.step_s = out.compute_s + out.dispatch_s + out.exposed_communication_s + out.optimizer_s;
   out.tokens_per_s = out.step_s > 0 ? tokens * dp / out.step_s : 0;
   out.tokens_per_s_per_gpu = out.tokens_per_s / n;

@@ -548,3 +548,48 @@ TEST_CASE("a plan's time and cost for so many training tokens") {
 
 }  // namespace
 }  // namespace gpumem
+
+#include "gpumem/plan/inference_speed.hpp"
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("inference speed by hand: a compute-bound prefill and a bandwidth-bound decode") {
+  tiny t = tiny_model(1);
+  t.cluster.gpu.bf16_dense_flops = 1e12;
+  t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+  inference_config c;
+  c.batch = 2;
+  c.prompt_tokens = 128;
+  c.new_tokens = 65;
+  c.framework = serving_framework::vllm;  // CUDA graphs: no launch floor
+  inference_estimate rank;
+  rank.weight_bytes = 200000;
+  rank.kv_bytes_per_token = 512;
+  const inference_speed v = estimate_inference_speed(t.spec, t.counts, c, t.cluster.gpu, rank);
+  // Prefill: 2 x 128 tokens x 226432 FLOPs a token (SDPA: causal half of 65536 attention
+  // FLOPs counted, 193664) at 45 % of 1 TFLOP/s.
+  const double forward = model_forward_flops_per_token(t.spec, t.counts, 128, true);
+  CHECK(forward == doctest::Approx(2 * 80448 + 65536 / 2));
+  CHECK(v.prefill_s == doctest::Approx(256 * forward / 0.45e12));
+  // Decode: the weights and 2 sequences x 512 bytes x 160.5 tokens (the mean length) at 85 % of
+  // 1 GB/s; the matmuls (2 x 2 x active parameters at 0.45 TFLOP/s) take less.
+  const double step = (200000 + 2 * 512 * 160.5) / 0.85e9;
+  CHECK(v.decode_step_s == doctest::Approx(step));
+  CHECK(v.decode_tokens_per_s == doctest::Approx(2 / step));
+  CHECK(v.request_s == doctest::Approx(v.prefill_s + 64 * step));
+  CHECK_FALSE(v.launch_bound);
+  // transformers launches 30 kernels a block from the host each step, 10 us each: 0.6 ms for
+  // two blocks, longer than the 0.43 ms the memory takes.
+  c.framework = serving_framework::transformers;
+  const inference_speed eager = estimate_inference_speed(t.spec, t.counts, c, t.cluster.gpu, rank);
+  CHECK(eager.launch_bound);
+  CHECK(eager.decode_step_s == doctest::Approx(2 * 30 * 10e-6));
+  t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e8;  // now the memory is slower than the host
+  const inference_speed slow = estimate_inference_speed(t.spec, t.counts, c, t.cluster.gpu, rank);
+  CHECK_FALSE(slow.launch_bound);
+  CHECK(slow.decode_step_s == doctest::Approx(step * 10));
+}
+
+}  // namespace
+}  // namespace gpumem

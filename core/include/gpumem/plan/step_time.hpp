@@ -24,6 +24,24 @@ namespace gpumem {
 // "Maximizing training throughput using PyTorch FSDP", 2024).
 inline constexpr double default_mfu = 0.45;
 
+// Kernels per block in a forward: a Llama-style block launches about 30 (two RMSNorms of five
+// ops, four projections, rotary embedding, the attention kernel, two residual adds, three MLP
+// projections and the gated activation: transformers models/llama/modeling_llama.py); a
+// backward about twice as many.
+inline constexpr double kernels_per_block_forward = 30.0;
+// The host's cost of one eager kernel launch, which the GPU cannot run ahead of: about 10 us
+// (PyTorch dispatch plus cudaLaunchKernel; "Accelerating PyTorch with CUDA Graphs",
+// pytorch.org blog, 2021).
+inline constexpr double kernel_launch_s = 10e-6;
+// A small NCCL collective's latency within a node: about 25 us for an all-gather of a few bytes
+// over 8 NVLink GPUs (nccl-tests all_gather_perf, ring, A100 DGX).
+inline constexpr double collective_latency_s = 25e-6;
+
+// Forward FLOPs per token of a decoder run over `seq_len` tokens: 2 per matmul parameter and
+// attention's scores and weighted values (halved by a fused causal kernel).
+double model_forward_flops_per_token(const model_spec& spec, const param_count& counts,
+                                     std::uint64_t seq_len, bool causal_kernel);
+
 struct step_time_options {
   double mfu = default_mfu;
   // Forwards' worth recomputed in backward: 1 under gradient checkpointing (LLMem: always on), 0
