@@ -81,6 +81,8 @@ Usage:
                                                per-GPU memory, by component
   gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
                   [the detailed workload options above; --micro-batch B tries every method at B]
+                  [--global-batch G: sequences per optimizer step; each method's micro-batch
+                   and gradient accumulation make it up]
                   [--train-tokens N [--price-per-gpu-hour P]: how long, and what it costs]
                                                the fastest method that fits, and its batch size,
                                                and the changes that would fit or run faster;
@@ -571,6 +573,8 @@ int plan_command(const arguments& args) {
   if (args.options.count("micro-batch"))
     request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
   // The time and cost of training on so many tokens (a dataset's times its epochs).
+  if (args.options.count("global-batch"))
+    request["workload"]["global_batch"] = number_option(args.options.at("global-batch"));
   if (args.options.count("train-tokens"))
     request["workload"]["train_tokens"] = number_option(args.options.at("train-tokens"));
   if (args.options.count("price-per-gpu-hour"))

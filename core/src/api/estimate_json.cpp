@@ -181,7 +181,11 @@ ordered_json plan_json(const plan_result& plan) {
     if (c.offload.any()) entry["offload"] = offload_json(c);
     entry["parallel"] = estimate_parallel_json(c);
     // Chosen by the plan: what an estimate of this candidate sets in its workload.
-    if (c.grad_ckpt_chosen) entry["workload"] = {{"grad_ckpt", c.grad_ckpt}};
+    if (c.grad_ckpt_chosen) entry["workload"]["grad_ckpt"] = c.grad_ckpt;
+    if (c.grad_accumulation > 1) {
+      entry["grad_accumulation"] = c.grad_accumulation;
+      entry["workload"]["grad_accumulation"] = c.grad_accumulation;
+    }
     entry["per_gpu"] = ordered_json::array({rank_json(c.at_max)});
     entry["step_time"] = step_time_json(c.speed);
     candidates.push_back(std::move(entry));
@@ -202,6 +206,7 @@ ordered_json plan_json(const plan_result& plan) {
               {"reason", plan.reason}};
     if (c.offload.any()) choice["offload"] = offload_json(c);
     if (c.grad_ckpt_chosen) choice["grad_ckpt"] = c.grad_ckpt;
+    if (c.grad_accumulation > 1) choice["grad_accumulation"] = c.grad_accumulation;
   }
   ordered_json offload = nullptr;
   if (plan.offload.needed) {

@@ -302,6 +302,17 @@ result<plan_result> detailed_training_plan(const json& request, training_context
   options.seq_len = workload.value().seq_len;
   options.fixed_micro_batch = workload.value().micro_batch;
   options.only_methods = methods;
+  // A global batch (sequences per optimizer step): the plan chooses each candidate's
+  // micro-batch and accumulation to make it up; a stated accumulation would contradict it.
+  const json& stated = member_object(request, "workload");
+  config_reader in(stated, "workload", "request");
+  options.global_batch = in.optional({"global_batch"}, 0, 1ULL << 20);
+  if (auto problem = in.problem("")) return *problem;
+  if (options.global_batch > 0 && stated.contains("grad_accumulation")) {
+    return error{"request.invalid_value", "workload.global_batch",
+                 "[workload.global_batch] and [workload.grad_accumulation] both set the "
+                 "accumulation: give one (a plan chooses the accumulation for a global batch)"};
+  }
   // Gradient checkpointing left out (or null) is the plan's to choose.
   const json& fields = request.value("workload", json::object());
   options.choose_checkpointing =

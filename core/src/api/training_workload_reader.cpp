@@ -393,7 +393,8 @@ result<training_config> read_detailed_workload(const json& request, const model_
                              "framework",
                              "kbit_preparation",
                              "software",
-                             "train_tokens"})) {
+                             "train_tokens",
+                             "global_batch"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");

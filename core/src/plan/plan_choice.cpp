@@ -120,6 +120,9 @@ bool choose_fastest(plan_result& plan) {
   const std::string at =
       ": micro-batch " + std::to_string(best.max_micro_batch) +
       (group > 1 ? " per group of " + std::to_string(group) + " GPUs" : " per GPU") +
+      (best.grad_accumulation > 1
+           ? " with " + std::to_string(best.grad_accumulation) + " micro-batches accumulated a step"
+           : "") +
       " at an estimated " + rate_text(best.speed.tokens_per_s) + " tokens/s";
   if (tied > 0) {
     plan.reason = label(best) + at + ". " + std::to_string(tied) +

@@ -182,6 +182,8 @@ struct batch_search {
   // kept for the report.
   footprint at_one;
   footprint at_good;
+  std::uint64_t accumulation = 1;  // with a global batch: micro-batches per step at `good`
+  std::string uneven;              // with a global batch: why it cannot be split here
 };
 
 // The detailed plan's search: every candidate sized and timed for the same request and GPUs.
@@ -207,6 +209,7 @@ struct detailed_search {
                                           plan_candidate& c) const;
   footprint footprint_at(training_config& config, std::uint64_t batch);
   batch_search search_batch(training_config& config);
+  batch_search search_global_batch(training_config& config);
   void time_candidate(plan_candidate& c, const footprint& f, std::uint64_t batch,
                       const candidate_layout& layout) const;
   std::optional<std::string> refusal(const char* parallelism, parallel_support support) const;
@@ -250,7 +253,16 @@ plan_candidate detailed_search::evaluate_as(const method& m, const offload_place
   c.grad_ckpt = grad_ckpt;
   auto layout = lay_out(m, offload, tp, cp, grad_ckpt, c);
   if (!layout) return c;
-  const batch_search b = search_batch(layout->config);
+  const batch_search b =
+      options.global_batch > 0 ? search_global_batch(layout->config) : search_batch(layout->config);
+  if (!b.uneven.empty()) {
+    c.valid = false;
+    c.note = b.uneven;
+    return c;
+  }
+  c.grad_accumulation = b.accumulation;
+  layout->config.grad_accumulation = b.accumulation;
+  layout->timing.grad_accumulation = layout->pipeline ? 1 : b.accumulation;
   if (failure &&
       (failure->code == "parallel.invalid_degree" || failure->code == "request.invalid_value")) {
     c.valid = false;
@@ -399,6 +411,54 @@ batch_search detailed_search::search_batch(training_config& config) {
   return out;
 }
 
+// A global batch the request fixes: the micro-batches that divide each data-parallel group's
+// share of it (a pipeline's share is its micro-batches of a step), the largest that fits, the
+// rest of the share made up by gradient accumulation (at most 65,536 micro-batches).
+batch_search detailed_search::search_global_batch(training_config& config) {
+  batch_search out;
+  const std::uint64_t groups =
+      std::max<std::uint64_t>(config.dp_degree / std::max<std::uint64_t>(config.cp_degree, 1), 1);
+  const bool pipeline = config.pp_degree > 1;
+  const std::uint64_t slots = groups * (pipeline ? config.pp_micro_batches : 1);
+  if (options.global_batch % slots != 0) {
+    out.uneven = "a global batch of " + std::to_string(options.global_batch) +
+                 " sequences does not split evenly over its " + std::to_string(slots) +
+                 (pipeline ? " pipeline micro-batches" : " data-parallel groups");
+    return out;
+  }
+  const std::uint64_t share = options.global_batch / slots;
+  std::vector<std::uint64_t> sizes;  // the micro-batches allowed, ascending
+  for (std::uint64_t d = 1; d <= share && d <= options.max_micro_batch; ++d) {
+    const bool allowed = pipeline ? d == share : share % d == 0 && share / d <= 65536;
+    if (allowed && (!fixed_batch || d == fixed_batch)) sizes.push_back(d);
+  }
+  if (sizes.empty()) {
+    out.uneven = "a global batch of " + std::to_string(options.global_batch) +
+                 " sequences cannot be made of micro-batches of " +
+                 std::to_string(fixed_batch ? fixed_batch : share);
+    return out;
+  }
+  const auto fits = [&](std::size_t i) {
+    config.grad_accumulation = pipeline ? 1 : share / sizes[i];
+    footprint f = footprint_at(config, sizes[i]);
+    const bool fit = f.fits;
+    if (i == 0) out.at_one = f;
+    if (fit) out.at_good = std::move(f);
+    return fit;
+  };
+  out.first = sizes[0];
+  if (!fits(0)) return out;
+  std::size_t good = 0;
+  std::size_t bad = sizes.size();
+  while (bad - good > 1) {
+    const std::size_t mid = good + (bad - good) / 2;
+    (fits(mid) ? good : bad) = mid;
+  }
+  out.good = sizes[good];
+  out.accumulation = pipeline ? 1 : share / sizes[good];
+  return out;
+}
+
 // The candidate's speed at `batch`, with a pipeline's bubble and an offload's traffic.
 void detailed_search::time_candidate(plan_candidate& c, const footprint& f, std::uint64_t batch,
                                      const candidate_layout& layout) const {
@@ -425,7 +485,8 @@ void detailed_search::time_candidate(plan_candidate& c, const footprint& f, std:
     // The offload's traffic and CPU step lengthen the step (offload.hpp).
     c.speed.offload_s = offload_seconds(f.host, c.speed.step_s,
                                         cluster.gpu.host_link_bandwidth_bytes_per_s, cluster.host);
-    const double tokens = static_cast<double>(batch * workload.seq_len * cluster.gpus);
+    const double tokens =
+        static_cast<double>(batch * workload.seq_len * cluster.gpus * c.grad_accumulation);
     c.speed.step_s += c.speed.offload_s;
     c.speed.tokens_per_s = tokens / c.speed.step_s;
     c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / static_cast<double>(cluster.gpus);

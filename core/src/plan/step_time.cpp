@@ -197,13 +197,24 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     hidden_dp = std::min(dp_s, out.compute_s);  // prefetched gathers overlap compute
   }
   out.exposed_communication_s = dp_s - hidden_dp + tp_s + ring_exposed;
+  // Gradient accumulation: every micro-batch's compute and its collectives but DDP's
+  // all-reduce, which runs once (no_sync until the last micro-batch).
+  const double accumulation =
+      static_cast<double>(std::max<std::uint64_t>(options.grad_accumulation, 1));
+  if (accumulation > 1) {
+    const double once = method == parallel_method::cdp ? dp_s - hidden_dp : 0.0;
+    out.exposed_communication_s = once + (out.exposed_communication_s - once) * accumulation;
+    out.compute_s *= accumulation;
+    out.communication_s = (method == parallel_method::cdp ? dp_s : dp_s * accumulation) +
+                          (tp_s + ring_s) * accumulation;
+  }
   // ZeRO-3 / FSDP gather every block's parameters in each pass (forward, recomputation,
   // backward), one collective per module or per block: at small batches their latency, not
   // their bytes, sets the time, and a gather waits for the one before it.
   if (method == parallel_method::adp && dp > 1) {
     const double per_pass = options.gathers_per_module ? modules_per_block : 1.0;
     out.exposed_communication_s += static_cast<double>(spec.num_layers) * per_pass *
-                                   (2.0 + options.recompute) * collective_latency_s;
+                                   (2.0 + options.recompute) * collective_latency_s * accumulation;
   }
   // The optimizer step over this GPU's share of the trained parameters.
   if (options.weight_gradients && cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
@@ -213,10 +224,10 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   }
   // The host launches every kernel: a step cannot be shorter than its launches.
   const double launches = static_cast<double>(spec.num_layers) * kernels_per_block_forward *
-                          (1.0 + 2.0 + options.recompute);
+                          (1.0 + 2.0 + options.recompute) * accumulation;
   out.dispatch_s = std::max(0.0, launches * kernel_launch_s - out.compute_s);
   out.step_s = out.compute_s + out.dispatch_s + out.exposed_communication_s + out.optimizer_s;
-  out.tokens_per_s = out.step_s > 0 ? tokens * dp / out.step_s : 0;
+  out.tokens_per_s = out.step_s > 0 ? tokens * accumulation * dp / out.step_s : 0;
   out.tokens_per_s_per_gpu = out.tokens_per_s / n;
   return out;
 }

@@ -91,6 +91,20 @@ TEST_CASE("step time of a tiny model, by hand") {
     CHECK(s.communication_s == doctest::Approx(3 * 0.5 * 2 * 86848 / 1e9));
     CHECK(s.step_s == doctest::Approx(launches + gathers));
   }
+  SUBCASE("gradient accumulation: 4 micro-batches' compute and launches, DDP's all-reduce once") {
+    options.grad_accumulation = 4;
+    t.cluster.gpu.link_bandwidth_bytes_per_s = 1e6;  // slow enough to show the all-reduce
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    const double all_reduce = 2 * 86848 / 1e6;
+    // Behind the last micro-batch's backward only (2 of its 4 forwards' worth): no_sync before.
+    const double hidden = compute * 2 / 4;
+    CHECK(s.compute_s == doctest::Approx(4 * compute));
+    CHECK(s.communication_s == doctest::Approx(all_reduce));
+    CHECK(s.exposed_communication_s == doctest::Approx(all_reduce - hidden));
+    CHECK(s.dispatch_s == doctest::Approx(4 * launches - 4 * compute));
+    CHECK(s.tokens_per_s == doctest::Approx(2 * 4 * tokens / s.step_s));
+  }
   SUBCASE("the optimizer step reads and writes 28 bytes a trained parameter, sharded or not") {
     t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
     auto ddp = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
@@ -589,6 +603,52 @@ TEST_CASE("inference speed by hand: a compute-bound prefill and a bandwidth-boun
   const inference_speed slow = estimate_inference_speed(t.spec, t.counts, c, t.cluster.gpu, rank);
   CHECK_FALSE(slow.launch_bound);
   CHECK(slow.decode_step_s == doctest::Approx(step * 10));
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("a global batch: each candidate's micro-batch and accumulation make it up exactly") {
+  json request = {{"command", "plan"},
+                  {"model", "meta-llama/Llama-3.2-1B"},
+                  {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+                  {"workload", {{"finetune", "full"}, {"seq_len", 1024}, {"global_batch", 96}}},
+                  {"options", {{"alternatives", false}}}};
+  const json r = test::call(request);
+  REQUIRE(r.at("ok") == true);
+  int fitting = 0;
+  for (const auto& c : r.at("result").at("candidates")) {
+    if (c.at("valid") != true || c.at("fits") != true) continue;
+    ++fitting;
+    const std::uint64_t group = c.at("tp").get<std::uint64_t>() * c.at("cp").get<std::uint64_t>();
+    const std::uint64_t accumulation = c.value("grad_accumulation", std::uint64_t{1});
+    CHECK(c.at("max_micro_batch").get<std::uint64_t>() * accumulation * (4 / group) == 96);
+    // An estimate with the candidate's micro-batch and accumulation gives its peak.
+    json estimate = {
+        {"command", "estimate"},
+        {"model", "meta-llama/Llama-3.2-1B"},
+        {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
+        {"parallel", c.at("parallel")},
+        {"workload",
+         {{"finetune", "full"}, {"seq_len", 1024}, {"micro_batch", c.at("max_micro_batch")}}}};
+    if (c.contains("workload")) estimate["workload"].update(c.at("workload"));
+    const json e = test::call(estimate);
+    REQUIRE(e.at("ok") == true);
+    CHECK(e.at("result").at("per_gpu")[0].at("peak_bytes") == c.at("peak_bytes"));
+  }
+  CHECK(fitting > 3);
+  // 97 sequences do not split over 4 data-parallel groups: every data-parallel candidate says so.
+  request["workload"]["global_batch"] = 97;
+  const json odd = test::call(request);
+  REQUIRE(odd.at("ok") == true);
+  CHECK(odd.at("result").at("candidates")[0].at("note") ==
+        "a global batch of 97 sequences does not split evenly over its 4 data-parallel groups");
+  // A stated accumulation contradicts it.
+  request["workload"]["grad_accumulation"] = 2;
+  CHECK(test::call(request).at("error").at("field") == "workload.global_batch");
 }
 
 }  // namespace

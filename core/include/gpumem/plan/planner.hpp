@@ -38,6 +38,8 @@ struct plan_candidate {
   // it open (plan_options::choose_checkpointing).
   bool grad_ckpt = false;
   bool grad_ckpt_chosen = false;
+  // Micro-batches accumulated per optimizer step to make up plan_options::global_batch.
+  std::uint64_t grad_accumulation = 1;
 };
 
 // A plan replays a step for every method and micro-batch it tries (and a solve for every
@@ -92,6 +94,10 @@ struct plan_options {
   // Detailed plans: only these methods on the GPUs alone (no tensor-parallel groups, context
   // parallelism or offloads); empty: every method.
   std::vector<std::string> only_methods;
+  // Detailed plans: the sequences of one optimizer step over every data-parallel group, which
+  // the request fixes (0: not fixed). Each candidate takes the largest micro-batch that fits
+  // and divides its groups' share, and accumulates gradients over the rest.
+  std::uint64_t global_batch = 0;
   bool gpus_only = false;        // detailed plans: never the offloads
   std::uint64_t target_len = 0;  // encoder-decoders: the decoder's length (reported)
 };

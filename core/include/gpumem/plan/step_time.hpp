@@ -67,6 +67,9 @@ struct step_time_options {
   // holds parameters (DeepSpeed ZeRO-3 fetches each submodule's) or one per block (FSDP's
   // per-block units).
   bool gathers_per_module = false;
+  // Micro-batches per optimizer step: each runs its forward and backward (and ZeRO-3 / FSDP
+  // gather their parameters again), the gradient all-reduce and the optimizer step run once.
+  std::uint64_t grad_accumulation = 1;
 };
 
 struct step_time {
