@@ -6,14 +6,6 @@
 
 namespace gpumem {
 
-namespace {
-
-// The share of the datasheet bandwidth a streaming kernel reaches: about 85 % (BabelStream
-// triad on A100 and H100, Deakin et al., "BabelStream", and its published results).
-constexpr double achieved_bandwidth = 0.85;
-
-}  // namespace
-
 inference_speed estimate_inference_speed(const model_spec& spec, const param_count& counts,
                                          const inference_config& config, const gpu_spec& gpu,
                                          const inference_estimate& rank) {
@@ -35,7 +27,7 @@ inference_speed estimate_inference_speed(const model_spec& spec, const param_cou
   const double length = prompt + static_cast<double>(config.new_tokens) / 2.0;
   const double bytes = stages * (static_cast<double>(rank.weight_bytes) +
                                  batch * static_cast<double>(rank.kv_bytes_per_token) * length);
-  const double memory_s = bytes / (gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth);
+  const double memory_s = bytes / (gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);
   const double compute_s =
       batch * 2.0 * static_cast<double>(counts.active) / tp / (peak * default_mfu);
   // Tensor parallelism all-reduces twice a block (Megatron), each a small collective's latency.

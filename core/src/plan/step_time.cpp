@@ -96,6 +96,30 @@ double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
 // fused AdamW, csrc/adam/multi_tensor_adam.cu); it runs at the memory's bandwidth.
 constexpr double optimizer_bytes_per_param = 28.0;
 
+// Eager attention (no fused kernel) writes the whole score matrix, heads x s x s per sequence
+// and layer (window-capped), several times in a forward — transformers' eager path under
+// 16-bit autocast: the scores (2 bytes), scaled and masked (2), softmax's fp32 output (4, an
+// autocast fp32 op), cast back (2) and, with attention dropout, its output and mask (2 + 1)
+// (models/gpt2/modeling_gpt2.py _attn, models/llama eager_attention_forward) — each read once by
+// the next op; a backward moves about twice a forward's bytes. These kernels are bound by the
+// memory's bandwidth, not by FLOPs.
+double eager_attention_seconds(const model_spec& spec, const step_time_options& options,
+                               double sequences, std::uint64_t seq_len, double t,
+                               double bandwidth) {
+  if (options.causal_kernel || spec.encoder_decoder || bandwidth <= 0) return 0.0;
+  double elements = 0;  // score elements per sequence, every layer
+  for (const auto& layer : spec.layers) {
+    const std::uint64_t seen =
+        layer.sliding_window_tokens > 0 ? std::min(seq_len, layer.sliding_window_tokens) : seq_len;
+    elements += static_cast<double>(spec.num_heads) * static_cast<double>(seq_len) *
+                static_cast<double>(seen);
+  }
+  const double written = 2.0 + 2.0 + 4.0 + 2.0 + (spec.attention_dropout > 0 ? 3.0 : 0.0);
+  const double forward_bytes = 2.0 * written * elements * sequences / t;
+  const double bytes = forward_bytes * (1.0 + options.recompute) + 2.0 * forward_bytes;
+  return bytes / (bandwidth * achieved_bandwidth_share);
+}
+
 // Modules with parameters in a decoder block (q, k, v, o, gate, up, down and two norms), each a
 // ZeRO-3 fetch (deepspeed/runtime/zero/partitioned_param_coordinator.py).
 constexpr double modules_per_block = 9.0;
@@ -151,6 +175,10 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   double peak = options.bf16 ? cluster.gpu.bf16_dense_flops : cluster.gpu.fp16_dense_flops;
   if (peak <= 0) peak = cluster.gpu.fp16_dense_flops;
   out.compute_s = tokens * out.flops_per_token / t / (peak * options.mfu);
+  out.attention_memory_s =
+      eager_attention_seconds(spec, options, static_cast<double>(micro_batch), seq_len, t,
+                              cluster.gpu.memory_bandwidth_bytes_per_s);
+  out.compute_s += out.attention_memory_s;
 
   // Data-parallel collectives cross nodes when the job spans more than one.
   const std::uint64_t per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : cluster.gpus;
@@ -205,6 +233,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     const double once = method == parallel_method::cdp ? dp_s - hidden_dp : 0.0;
     out.exposed_communication_s = once + (out.exposed_communication_s - once) * accumulation;
     out.compute_s *= accumulation;
+    out.attention_memory_s *= accumulation;
     out.communication_s = (method == parallel_method::cdp ? dp_s : dp_s * accumulation) +
                           (tp_s + ring_s) * accumulation;
   }

@@ -74,8 +74,8 @@ step_time_options timing_options(const json& workload, const model_spec& spec,
                                  const param_count& counts, std::uint64_t seq_len) {
   step_time_options options;
   options.all_reduce_every_linear = false;  // Megatron-style TP in these frameworks
-  const json& attention = workload.value("attention", json());
-  options.causal_kernel = attention.is_string() && attention.get<std::string>() != "eager";
+  // An unstated kernel is read as SDPA, as the memory replay reads it (validation_point.cpp).
+  options.causal_kernel = std::string(text_or(workload, "attention", "sdpa")) != "eager";
   const json& ckpt = workload.value("grad_ckpt", json());
   const bool per_op =
       std::string(text_or(workload, "framework", "")) == "torchtitan" && ckpt == json("selective");

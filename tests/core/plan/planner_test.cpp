@@ -105,8 +105,24 @@ TEST_CASE("step time of a tiny model, by hand") {
     CHECK(s.dispatch_s == doctest::Approx(4 * launches - 4 * compute));
     CHECK(s.tokens_per_s == doctest::Approx(2 * 4 * tokens / s.step_s));
   }
+  SUBCASE("eager attention moves its score matrix through memory several times a pass") {
+    t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    // 2 layers x 4 heads x 128 x 128 scores a sequence, 2 sequences; 2 + 2 + 4 + 2 bytes written
+    // (+ 3 with dropout) and as many read a forward; two forwards and a backward of twice that.
+    const double written = 10.0 + (t.spec.attention_dropout > 0 ? 3.0 : 0.0);
+    const double forward_bytes = 2 * written * (2 * 4 * 128.0 * 128) * 2;
+    CHECK(s.attention_memory_s == doctest::Approx(4 * forward_bytes / 0.85e9));
+    CHECK(s.compute_s == doctest::Approx(compute + s.attention_memory_s));
+    options.causal_kernel = true;  // a fused kernel keeps no scores
+    CHECK(estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2, 128,
+                             options)
+              .attention_memory_s == 0);
+  }
   SUBCASE("the optimizer step reads and writes 28 bytes a trained parameter, sharded or not") {
     t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+    options.causal_kernel = true;  // (no eager attention traffic)
     auto ddp = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
                                   128, options);
     CHECK(ddp.optimizer_s == doctest::Approx(86848 * 28 / 1e9));

@@ -37,6 +37,10 @@ inline constexpr double kernel_launch_s = 10e-6;
 // over 8 NVLink GPUs (nccl-tests all_gather_perf, ring, A100 DGX).
 inline constexpr double collective_latency_s = 25e-6;
 
+// The share of the datasheet bandwidth a streaming kernel reaches: about 85 % (BabelStream
+// triad on A100 and H100; Deakin et al., "BabelStream", and its published results).
+inline constexpr double achieved_bandwidth_share = 0.85;
+
 // Forward FLOPs per token of a decoder run over `seq_len` tokens: 2 per matmul parameter and
 // attention's scores and weighted values (halved by a fused causal kernel).
 double model_forward_flops_per_token(const model_spec& spec, const param_count& counts,
@@ -77,6 +81,7 @@ struct step_time {
   double compute_s = 0;                // per GPU
   double communication_s = 0;          // all collectives, per GPU
   double exposed_communication_s = 0;  // not hidden behind compute
+  double attention_memory_s = 0;       // eager attention's score-sized tensors (part of compute_s)
   double optimizer_s = 0;              // the optimizer step, memory-bound, per GPU
   double dispatch_s = 0;               // the host's kernel launches, when they outlast the GPU
   double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
