@@ -61,14 +61,14 @@ case('linear: an estimate of 4,096 blocks answers',
 case('bounded: a plan of 4,096 blocks names the limit',
      {'command': 'plan', 'model': llama(layers=4096, hidden=256), 'cluster': {'gpu': 'h100-sxm', 'gpus': 8},
       'workload': {'seq_len': 128}}, code='request.too_large', field='model')
-case('bounded: a plan of 257 blocks names the limit',
-     {'command': 'plan', 'model': llama(layers=257, hidden=256), 'cluster': {'gpu': 'h100-sxm', 'gpus': 8},
+case('bounded: a plan of 129 blocks names the limit',
+     {'command': 'plan', 'model': llama(layers=129, hidden=256), 'cluster': {'gpu': 'h100-sxm', 'gpus': 8},
       'workload': {'seq_len': 128}}, code='request.too_large', field='model')
-case('bounded: a plan of 256 blocks of width 256 on 8 GPUs answers',
-     {'command': 'plan', 'model': llama(layers=256, hidden=256), 'cluster': {'gpu': 'h100-sxm', 'gpus': 8},
+case('bounded: a plan of 128 blocks of width 256 on 8 GPUs answers',
+     {'command': 'plan', 'model': llama(layers=128, hidden=256), 'cluster': {'gpu': 'h100-sxm', 'gpus': 8},
       'workload': {'seq_len': 128}}, heavy=True)
-case('bounded: solve max_batch over 257 blocks names the limit',
-     {'command': 'estimate', 'model': llama(layers=257, hidden=256), 'cluster': {'gpu': 'h100-sxm'},
+case('bounded: solve max_batch over 129 blocks names the limit',
+     {'command': 'estimate', 'model': llama(layers=129, hidden=256), 'cluster': {'gpu': 'h100-sxm'},
       'workload': {'seq_len': 128}, 'solve': 'max_batch'}, code='request.too_large', field='model')
 case('bounded: 30,000 LoRA targets',
      {'command': 'estimate', 'model': 'gpt2', 'cluster': {'gpu': 't4'},

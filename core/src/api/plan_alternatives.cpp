@@ -99,11 +99,14 @@ std::vector<change> changes_for(const ordered_json& request) {
 }
 
 // The methods a changed run is planned with: the plan's choice where it fits on the GPUs alone
-// and the change keeps the GPUs; otherwise every method on the GPUs alone (empty).
+// (DDP and FSDP where one GPU becomes two), which keeps the search to one method a change;
+// otherwise every method on the GPUs alone (empty).
 std::vector<std::string> methods_for(const plan_result& base, const ordered_json& patch) {
-  if (base.choice < 0 || patch.contains("cluster")) return {};
+  if (base.choice < 0) return {};
   const plan_candidate& c = base.candidates[static_cast<std::size_t>(base.choice)];
   if (c.offload.any() || c.parallel.tp > 1 || c.parallel.cp > 1) return {};
+  const bool more_gpus = patch.contains("cluster") && patch["cluster"].contains("gpus");
+  if (more_gpus && c.method == "single") return {"ddp", "fsdp_full_shard"};
   return {c.method};
 }
 
@@ -123,6 +126,8 @@ ordered_json plan_alternatives(const ordered_json& request, const plan_result& b
   for (const change& c : changes) {
     ordered_json patched = request;
     patched.merge_patch(c.patch);
+    // Checkpointing as the plan chose it for its choice (not weighed again for every change).
+    if (on_gpus && chosen->grad_ckpt_chosen) patched["workload"]["grad_ckpt"] = chosen->grad_ckpt;
     auto plan = plan_for(patched, methods_for(base, c.patch));  // (a refusal: skipped)
     if (!plan.ok() || plan.value().choice < 0) continue;
     const plan_candidate& best =

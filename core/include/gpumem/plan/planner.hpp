@@ -42,12 +42,13 @@ struct plan_candidate {
   std::uint64_t grad_accumulation = 1;
 };
 
-// A plan replays a step for every method and micro-batch it tries (and a solve for every
-// micro-batch), each replay linear in the model's blocks: models of up to this many blocks are
-// planned within about two seconds natively even at their largest batches (a 256-block model of
-// width 256 on 8 GPUs, tests/adversarial); larger ones (config.json allows 4,096) are estimated
-// one method at a time. Published decoders have fewer than 130 (Llama-3.1-405B: 126).
-inline constexpr std::size_t max_planned_blocks = 256;
+// A plan replays a step for every method, checkpointing choice and micro-batch it tries, and
+// again for each change it weighs (a solve for every micro-batch), each replay linear in the
+// model's blocks: models of up to this many blocks are planned within about two seconds natively
+// even at their largest batches (a 128-block model of width 256 on 8 GPUs, tests/adversarial);
+// larger ones (config.json allows 4,096) are estimated one method at a time. Published decoders
+// have at most 128 (Llama-3.1-405B: 126).
+inline constexpr std::size_t max_planned_blocks = 128;
 
 // request.too_large, naming the model's blocks and the limit, for a search over a larger model.
 std::optional<error> check_plan_size(const model_spec& spec, const std::string& search);
