@@ -101,7 +101,10 @@ export function mountCalculator(root, { client, state, compact = false, onChange
   async function buildView(req, mine, early) {
     const serving = isServing(state);
     const planned = req.command === 'plan';
-    const [main] = await client.run([planned ? req : withTimeline(req)]);
+    // A training plan answers first without what it would take (the changes are planned too,
+    // which the first answer need not wait for: weighChanges adds them).
+    const first = planned && !serving && !isLlmem(state) ? { ...req, options: { ...req.options, alternatives: false } } : req;
+    const [main] = await client.run([planned ? first : withTimeline(req)]);
     if (!main.ok) throw main.error;
     const r = main.result;
     const view = {
@@ -142,6 +145,15 @@ export function mountCalculator(root, { client, state, compact = false, onChange
       for (const a of answers) if (a.ok) view.solves[a.result.solution.max_context !== undefined ? 'max_context' : 'max_batch'] = a.result;
     }
     return view;
+  }
+
+  // What it would take: the training plan again with its changes planned, after the answer.
+  async function weighChanges(view, req, mine) {
+    if (!view.planned || view.serving || view.llmem) return;
+    const [again] = await client.run([req]);
+    if (mine !== generation || !again.ok) return;
+    view.main = { ...view.main, alternatives: again.result.alternatives ?? [] };
+    render(view);
   }
 
   // `early`: the plan's candidate shown before its replay arrives (the same numbers).
@@ -199,8 +211,10 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     const busy = setTimeout(() => { if (mine === generation) status('Computing…', 'busy'); }, 150);
     $('.answer').setAttribute('aria-busy', 'true');
     try {
-      const view = await buildView(request(), mine, (first) => { if (mine === generation) render(first, { early: true }); });
+      const req = request();
+      const view = await buildView(req, mine, (first) => { if (mine === generation) render(first, { early: true }); });
       if (view && mine === generation) render(view);
+      if (view && mine === generation) await weighChanges(view, req, mine);
     } catch (error) {
       if (mine === generation) showError(error);
     } finally {
