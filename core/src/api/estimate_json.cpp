@@ -62,6 +62,7 @@ ordered_json step_time_json(const step_time& s) {
           {"communication_s", s.communication_s},
           {"exposed_communication_s", s.exposed_communication_s},
           {"attention_memory_s", s.attention_memory_s},
+          {"dequantize_s", s.dequantize_s},
           {"optimizer_s", s.optimizer_s},
           {"dispatch_s", s.dispatch_s},
           {"offload_s", s.offload_s},

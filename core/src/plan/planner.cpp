@@ -154,6 +154,14 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
       workload.framework == framework_profile::torchtitan && workload.selective_recompute);
   speed.weight_gradients = workload.finetune == finetune_kind::full;
   speed.target_len = workload.target_len;
+  // QLoRA's 4-bit weights: the blocks' linear weights (the embeddings and the head stay 16-bit).
+  if (workload.quantization == base_quantization::nf4 ||
+      workload.quantization == base_quantization::nf4_double_quant) {
+    for (const auto& t : spec.tensors) {
+      if (t.layer >= 0 && !t.is_bias && t.module == module_kind::linear)
+        speed.four_bit_params += static_cast<double>(t.numel());
+    }
+  }
   return speed;
 }
 

@@ -179,6 +179,14 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
       eager_attention_seconds(spec, options, static_cast<double>(micro_batch), seq_len, t,
                               cluster.gpu.memory_bandwidth_bytes_per_s);
   out.compute_s += out.attention_memory_s;
+  // QLoRA: before each use a 4-bit weight is read (0.5625 bytes with its fp32 absmax per 64,
+  // bitsandbytes quantize_4bit) and written out in 16 bits (dequantize_4bit), at the memory's
+  // bandwidth: in the forward, the recomputation and the backward's input gradient.
+  if (options.four_bit_params > 0 && cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
+    out.dequantize_s = options.four_bit_params / t * (0.5625 + 2.0) * (2.0 + options.recompute) /
+                       (cluster.gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);
+    out.compute_s += out.dequantize_s;
+  }
 
   // Data-parallel collectives cross nodes when the job spans more than one.
   const std::uint64_t per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : cluster.gpus;
@@ -234,6 +242,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     out.exposed_communication_s = once + (out.exposed_communication_s - once) * accumulation;
     out.compute_s *= accumulation;
     out.attention_memory_s *= accumulation;
+    out.dequantize_s *= accumulation;
     out.communication_s = (method == parallel_method::cdp ? dp_s : dp_s * accumulation) +
                           (tp_s + ring_s) * accumulation;
   }

@@ -120,6 +120,19 @@ TEST_CASE("step time of a tiny model, by hand") {
                              options)
               .attention_memory_s == 0);
   }
+  SUBCASE("a 4-bit base is dequantised before each use: forward, recomputation and backward") {
+    t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+    options.causal_kernel = true;  // (no eager attention traffic)
+    options.four_bit_params = 80000;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    // 0.5625 bytes read and 2 written a weight, three times, at 85 % of 1 GB/s.
+    CHECK(s.dequantize_s == doctest::Approx(80000 * 2.5625 * 3 / 0.85e9));
+    options.four_bit_params = 0;
+    auto plain = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false},
+                                    2, 128, options);
+    CHECK(s.compute_s == doctest::Approx(plain.compute_s + s.dequantize_s));
+  }
   SUBCASE("the optimizer step reads and writes 28 bytes a trained parameter, sharded or not") {
     t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
     options.causal_kernel = true;  // (no eager attention traffic)

@@ -74,6 +74,9 @@ struct step_time_options {
   // Micro-batches per optimizer step: each runs its forward and backward (and ZeRO-3 / FSDP
   // gather their parameters again), the gradient all-reduce and the optimizer step run once.
   std::uint64_t grad_accumulation = 1;
+  // A 4-bit base (QLoRA): the weights its block linears hold in 4 bits, dequantised to 16 bits
+  // before each use (bitsandbytes MatMul4Bit: forward, recomputation and backward).
+  double four_bit_params = 0;
 };
 
 struct step_time {
@@ -82,6 +85,7 @@ struct step_time {
   double communication_s = 0;          // all collectives, per GPU
   double exposed_communication_s = 0;  // not hidden behind compute
   double attention_memory_s = 0;       // eager attention's score-sized tensors (part of compute_s)
+  double dequantize_s = 0;             // a 4-bit base's dequantisation (part of compute_s)
   double optimizer_s = 0;              // the optimizer step, memory-bound, per GPU
   double dispatch_s = 0;               // the host's kernel launches, when they outlast the GPU
   double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
