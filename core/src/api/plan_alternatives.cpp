@@ -32,7 +32,9 @@ std::string text_at(const ordered_json& object, const char* key, const char* oth
 }
 
 // The next larger card people rent, by memory: 24, 48, 80, 141 and 180 GB classes (L40S,
-// H100 SXM, H200, B200: presets/gpus.json).
+// H100 SXM, H200, B200: presets/gpus.json). A class up means at least a fifth more memory: a
+// card within that of the user's (an L40S's 45 GiB beside an A100's 40) is not offered as larger
+// (a product rule, not a measured figure).
 std::string larger_gpu(const std::string& id) {
   const ordered_json current = find_gpu_preset(id);
   if (!current.is_object()) return "";

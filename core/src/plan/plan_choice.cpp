@@ -79,17 +79,15 @@ double sequences_per_gpu(const plan_candidate& c) {
 
 std::string rate_text(double tokens_per_s) { return grouped_number(tokens_per_s, 0); }
 
-constexpr double speed_tie = plan_speed_tie;
-
 // Picks the fitting candidate with the most tokens/s and says why in one sentence; false when
 // none fits.
 bool choose_fastest(plan_result& plan) {
-  // Within speed_tie of each other, the simpler layout wins (fewer GPUs sharing a sequence:
+  // Within plan_speed_tie of each other, the simpler layout wins (fewer GPUs sharing a sequence:
   // no tensor or context parallelism), then the more sequences per GPU, then the order of the
   // candidates (simpler methods first).
   const auto better = [](const plan_candidate& a, const plan_candidate& b) {
-    if (a.speed.tokens_per_s > b.speed.tokens_per_s * speed_tie) return true;
-    if (b.speed.tokens_per_s > a.speed.tokens_per_s * speed_tie) return false;
+    if (a.speed.tokens_per_s > b.speed.tokens_per_s * plan_speed_tie) return true;
+    if (b.speed.tokens_per_s > a.speed.tokens_per_s * plan_speed_tie) return false;
     if (gpus_per_sequence(a) != gpus_per_sequence(b))
       return gpus_per_sequence(a) < gpus_per_sequence(b);
     if (sequences_per_gpu(a) != sequences_per_gpu(b))
@@ -111,7 +109,7 @@ bool choose_fastest(plan_result& plan) {
   std::size_t tied = 0;
   for (const auto& c : plan.candidates) {
     if (&c == &best || !c.fits) continue;
-    if (c.speed.tokens_per_s * speed_tie >= best.speed.tokens_per_s) ++tied;
+    if (c.speed.tokens_per_s * plan_speed_tie >= best.speed.tokens_per_s) ++tied;
     if (c.speed.tokens_per_s <= second) continue;
     second = c.speed.tokens_per_s;
     runner_up = label(c);
