@@ -26,7 +26,7 @@ test('the answer comes first: verdict, peak against the memory, method, micro-ba
     assert.equal(await shownPeak(page), want.peak_bytes);
     assert.equal(await shownVerdict(page), 'fits');
     for (const selector of ['[data-testid=verdict]', '[data-testid=choice]', '[data-testid=chart] svg', '[data-testid=title]']) {
-      assert.ok(await onFirstScreen(page, selector), `${selector} on the first screen at ${name}`);
+      assert.equal(await onFirstScreen(page, selector), true, `${selector} on the first screen at ${name}`);
     }
     // The first inputs a newcomer needs are on the first screen too; the rest is in groups.
     for (const selector of ['#gm-model', '#gm-gpu', '#gm-gpus', '#gm-ft', '#gm-seq', '#gm-mb']) {

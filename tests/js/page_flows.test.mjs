@@ -98,7 +98,7 @@ test('on a phone: a picked candidate, an edit back to the choice, an error in th
   await page.fill('#gm-gpus', '0');
   await settled(page);
   assert.equal(await page.textContent('[data-testid=error]'), 'GPUs per node must be a whole number between 1 and 65,536; got 0.');
-  assert.ok(await onFirstScreen(page, '[data-testid=error]'));
+  assert.equal(await onFirstScreen(page, '[data-testid=error]'), true);
   await screenshot(page, 'error-phone');
   await page.close();
 });
@@ -194,7 +194,7 @@ test('serving shows what matters in every layout: KV capacity, the longest conte
     assert.match(serving, /KV cache: room for [\d,]+ tokens: \d+ sequences? of 8,704 tokens at once/);
     assert.match(serving, /Longest context at 1 sequence: [\d,]+ tokens/);
     assert.match(serving, /Most sequences of 8,704 tokens at once: \d+/);
-    assert.ok(await onFirstScreen(page, '[data-testid=verdict]'));
+    assert.equal(await onFirstScreen(page, '[data-testid=verdict]'), true);
     await screenshot(page, `serving-${name}`);
     await page.close();
   }

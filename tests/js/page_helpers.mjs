@@ -90,9 +90,11 @@ export const visibleText = (page) => page.evaluate(() => [...document.querySelec
   }).join('\n'));
 
 // Whether an element lies within the first screen (no scrolling).
+// true when `selector` is whole on the first screen; otherwise where it is (for the failure message).
 export async function onFirstScreen(page, selector) {
-  return page.$eval(selector, (el) => {
+  const where = await page.$eval(selector, (el) => {
     const box = el.getBoundingClientRect();
-    return box.height > 0 && box.top >= 0 && box.bottom <= window.innerHeight;
+    return { top: box.top, bottom: box.bottom, height: box.height, screen: window.innerHeight, scrolled: window.scrollY };
   });
+  return (where.height > 0 && where.top >= 0 && where.bottom <= where.screen) || JSON.stringify(where);
 }

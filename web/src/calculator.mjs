@@ -210,10 +210,13 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     $('#gm-config-error').hidden = true;
     const busy = setTimeout(() => { if (mine === generation) status('Computing…', 'busy'); }, 150);
     $('.answer').setAttribute('aria-busy', 'true');
+    $('.answer').dataset.pending = 'true';  // until what it would take is weighed too
     try {
       const req = request();
       const view = await buildView(req, mine, (first) => { if (mine === generation) render(first, { early: true }); });
       if (view && mine === generation) render(view);
+      // The answer is on screen: weighing the changes below it never says "Computing…" above it.
+      clearTimeout(busy);
       if (view && mine === generation) await weighChanges(view, req, mine);
     } catch (error) {
       if (mine === generation) showError(error);
