@@ -25,6 +25,7 @@ void read_gpu_fields(config_reader& in, gpu_spec& gpu) {
   } else {
     gpu.bf16_dense_flops = in.number("bf16_dense_flops", gpu.bf16_dense_flops, 1e9, 1e17);
   }
+  gpu.fp32_flops = in.number("fp32_flops", gpu.fp32_flops, 1e9, 1e17);
   gpu.memory_bandwidth_bytes_per_s =
       in.number("memory_bandwidth_bytes_per_s", gpu.memory_bandwidth_bytes_per_s, 1e9, 1e15);
   gpu.link_bandwidth_bytes_per_s =
@@ -86,7 +87,7 @@ result<gpu_spec> read_gpu(const json& cluster) {
   }
   if (auto e = unknown_keys(gpu, "cluster.gpu",
                             {"preset", "name", "architecture", "memory_bytes", "fp16_dense_flops",
-                             "bf16_dense_flops", "memory_bandwidth_bytes_per_s",
+                             "bf16_dense_flops", "fp32_flops", "memory_bandwidth_bytes_per_s",
                              "link_bandwidth_bytes_per_s", "host_link_bandwidth_bytes_per_s"})) {
     return *e;
   }

@@ -14,8 +14,7 @@ inference_speed estimate_inference_speed(const model_spec& spec, const param_cou
   const double stages = static_cast<double>(std::max<std::uint64_t>(config.pp_degree, 1));
   const double batch = static_cast<double>(config.batch);
   const double prompt = static_cast<double>(config.prompt_tokens);
-  double peak = config.activation_bf16 ? gpu.bf16_dense_flops : gpu.fp16_dense_flops;
-  if (peak <= 0) peak = gpu.fp16_dense_flops;
+  const double peak = matmul_flops(gpu, config.activation_bf16, config.activation_bytes >= 4);
   if (peak <= 0 || gpu.memory_bandwidth_bytes_per_s <= 0) return out;
   const bool fused = config.attention != attention_kernel::eager;
   // Prefill: every prompt token through the model, at the training model's utilisation.

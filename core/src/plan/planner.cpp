@@ -146,6 +146,7 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
   step_time_options speed = options.speed;
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
                workload.compute == compute_precision::pure_bf16;
+  speed.fp32 = workload.compute == compute_precision::fp32;
   speed.causal_kernel =
       kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers) !=
       attention_kernel::eager;

@@ -126,6 +126,11 @@ constexpr double modules_per_block = 9.0;
 
 }  // namespace
 
+double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32) {
+  if (fp32) return gpu.fp32_flops > 0 ? gpu.fp32_flops : gpu.fp16_dense_flops / 8.0;
+  return bf16 && gpu.bf16_dense_flops > 0 ? gpu.bf16_dense_flops : gpu.fp16_dense_flops;
+}
+
 double model_forward_flops_per_token(const model_spec& spec, const param_count& counts,
                                      std::uint64_t seq_len, bool causal_kernel) {
   return forward_flops_per_token(spec, counts, seq_len, causal_kernel, 0);
@@ -172,8 +177,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   // over the whole sequence (load-balanced causal chunks: equal work per rank).
   const double cp = parallel.cp > 1 ? static_cast<double>(parallel.cp) : 1.0;
   const double tokens = static_cast<double>(micro_batch * seq_len) / cp;  // per rank
-  double peak = options.bf16 ? cluster.gpu.bf16_dense_flops : cluster.gpu.fp16_dense_flops;
-  if (peak <= 0) peak = cluster.gpu.fp16_dense_flops;
+  const double peak = matmul_flops(cluster.gpu, options.bf16, options.fp32);
   out.compute_s = tokens * out.flops_per_token / t / (peak * options.mfu);
   out.attention_memory_s =
       eager_attention_seconds(spec, options, static_cast<double>(micro_batch), seq_len, t,
@@ -188,12 +192,19 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     out.compute_s += out.dequantize_s;
   }
 
-  // Data-parallel collectives cross nodes when the job spans more than one.
+  // Data-parallel collectives cross nodes when the job spans more than one. NCCL builds a ring
+  // (or tree) per network adapter and splits the buffer over them; each ring enters and leaves a
+  // node once, so a node's adapters together carry a collective, up to its NVLink's bandwidth
+  // (the ring algorithm: nccl-tests doc/PERFORMANCE.md, "bus bandwidth"; one ring per adapter of
+  // a rail-optimised node: NCCL's documentation of NCCL_CROSS_NIC). A DGX A100 has 8 adapters of
+  // 25 GB/s.
   const std::uint64_t per_node = cluster.gpus_per_node > 0 ? cluster.gpus_per_node : cluster.gpus;
   const bool multi_node = cluster.gpus > per_node;
   const double intra = cluster.gpu.link_bandwidth_bytes_per_s;
-  const double dp_bandwidth =
-      multi_node ? std::min(intra, cluster.inter_node_bandwidth_bytes_per_s) : intra;
+  const double dp_bandwidth = multi_node
+                                  ? std::min(intra, cluster.inter_node_bandwidth_bytes_per_s *
+                                                        static_cast<double>(per_node))
+                                  : intra;
   const double params_bytes = 2.0 * static_cast<double>(counts.total) / t;  // fp16 weights/grads
 
   double dp_s = 0;

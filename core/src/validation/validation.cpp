@@ -83,6 +83,7 @@ step_time_options timing_options(const json& workload, const model_spec& spec,
       recomputed_forwards(spec, counts, seq_len, options.causal_kernel, ckpt == true, per_op);
   const std::string compute = text_or(workload, "compute", "");
   options.bf16 = compute.find("bf16") != std::string::npos;
+  options.fp32 = compute == "fp32";
   return options;
 }
 

@@ -176,6 +176,33 @@ TEST_CASE("step time of a tiny model, by hand") {
           doctest::Approx(dp_s - rank_compute + ring_s - attention_s + gathers));
     CHECK(s.tokens_per_s == doctest::Approx(2 * 128.0 / s.step_s));
   }
+  SUBCASE("fp32 compute runs its matmuls on the CUDA cores, not the tensor cores") {
+    t.cluster.gpu.fp32_flops = 0.25e12;
+    options.fp32 = true;
+    auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                128, options);
+    CHECK(s.compute_s == doctest::Approx(4 * compute));  // 1e12 / 0.25e12
+    t.cluster.gpu.fp32_flops = 0;  // a custom GPU that states none: an eighth of fp16's figure
+    CHECK(matmul_flops(t.cluster.gpu, false, true) == doctest::Approx(1e12 / 8));
+    t.cluster.gpu.bf16_dense_flops = 2e12;
+    CHECK(matmul_flops(t.cluster.gpu, true, false) == doctest::Approx(2e12));
+    t.cluster.gpu.bf16_dense_flops = 0;  // no bf16 tensor cores: fp16's figure
+    CHECK(matmul_flops(t.cluster.gpu, true, false) == doctest::Approx(1e12));
+  }
+  SUBCASE("across nodes, a collective's rings use every GPU's network adapter") {
+    tiny wide = tiny_model(16);
+    wide.cluster.gpus_per_node = 8;
+    wide.cluster.gpu.link_bandwidth_bytes_per_s = 300e9;
+    wide.cluster.inter_node_bandwidth_bytes_per_s = 1e6;
+    auto s = estimate_step_time(wide.spec, wide.counts, wide.cluster,
+                                {parallel_method::cdp, 1, false}, 2, 128, options);
+    // 8 adapters of 1 MB/s a node carry the all-reduce: 2 x 15/16 x 2 bytes x P over 8 MB/s.
+    CHECK(s.communication_s == doctest::Approx(2.0 * 15 / 16 * 2 * 86848 / 8e6));
+    wide.cluster.inter_node_bandwidth_bytes_per_s = 100e9;  // capped by the node's NVLink
+    s = estimate_step_time(wide.spec, wide.counts, wide.cluster, {parallel_method::cdp, 1, false},
+                           2, 128, options);
+    CHECK(s.communication_s == doctest::Approx(2.0 * 15 / 16 * 2 * 86848 / 300e9));
+  }
   SUBCASE("no recomputation: three forwards' worth") {
     options.recompute = 0.0;
     auto s = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,

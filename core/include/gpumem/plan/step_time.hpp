@@ -41,6 +41,14 @@ inline constexpr double collective_latency_s = 25e-6;
 // triad on A100 and H100; Deakin et al., "BabelStream", and its published results).
 inline constexpr double achieved_bandwidth_share = 0.85;
 
+// The matmul rate of a step's precision: 16-bit on the tensor cores (bf16's figure where the GPU
+// has bf16 tensor cores, else fp16's), fp32 on the CUDA cores: PyTorch leaves
+// torch.backends.cuda.matmul.allow_tf32 False since 1.12 (torch/backends/cuda/__init__.py and the
+// 1.12 release notes), so fp32 matmuls do not run as TF32. A custom GPU that states no fp32
+// figure: an eighth of its fp16 tensor figure, the ratio of Volta's and Turing's datasheets
+// (V100 15.7 of 125 TFLOPS, T4 8.1 of 65).
+double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32);
+
 // Forward FLOPs per token of a decoder run over `seq_len` tokens: 2 per matmul parameter and
 // attention's scores and weighted values (halved by a fused causal kernel).
 double model_forward_flops_per_token(const model_spec& spec, const param_count& counts,
@@ -55,6 +63,7 @@ struct step_time_options {
   // frozen weights (LoRA, QLoRA) need only the input gradients.
   bool weight_gradients = true;
   bool bf16 = false;  // bf16 tensor-core peak instead of fp16
+  bool fp32 = false;  // fp32 compute: matmuls on the CUDA cores (matmul_flops)
   // Fused causal attention (FlashAttention, SDPA) skips the masked half of the score matrix
   // (Dao et al. 2022, FlashAttention); eager attention computes all of it.
   bool causal_kernel = false;

@@ -14,6 +14,7 @@ struct gpu_spec {
   std::uint64_t memory_bytes = 0;  // total the driver reports (nvidia-smi)
   double fp16_dense_flops = 0;     // tensor-core, dense, fp32 accumulate
   double bf16_dense_flops = 0;     // 0 when the GPU has no bf16 tensor cores
+  double fp32_flops = 0;           // CUDA cores (no tensor cores); 0: not stated (step_time.hpp)
   double memory_bandwidth_bytes_per_s = 0;
   double link_bandwidth_bytes_per_s = 0;  // intra-node, per direction (NVLink or PCIe)
   double host_link_bandwidth_bytes_per_s = 0;
