@@ -153,7 +153,10 @@ ordered_json plan_alternatives(const ordered_json& request, const plan_result& b
     entry["max_micro_batch"] = c.max_micro_batch;
     entry["peak_bytes"] = c.at_max.peak_bytes;
     entry["tokens_per_s"] = c.speed.tokens_per_s;
-    entry["sentence"] = "With " + f.what->what + ": " + candidate_label(c) + " fits micro-batch " +
+    // ("One GPU" is the one label that starts with a word, not a name: lower-cased inside.)
+    std::string label = candidate_label(c);
+    if (label.rfind("One ", 0) == 0) label[0] = 'o';
+    entry["sentence"] = "With " + f.what->what + ", " + label + " fits micro-batch " +
                         std::to_string(c.max_micro_batch) + " at about " +
                         grouped_number(c.speed.tokens_per_s, 0) + " tokens/s (" +
                         gib_text(c.at_max.peak_bytes) + " per GPU).";

@@ -92,7 +92,7 @@ bool choose_fastest(plan_result& plan) {
       return gpus_per_sequence(a) < gpus_per_sequence(b);
     if (sequences_per_gpu(a) != sequences_per_gpu(b))
       return sequences_per_gpu(a) > sequences_per_gpu(b);
-    return a.speed.tokens_per_s > b.speed.tokens_per_s;
+    return false;  // the earlier candidate, the simpler method
   };
   plan.choice = -1;
   for (std::size_t i = 0; i < plan.candidates.size(); ++i) {

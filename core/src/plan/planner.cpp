@@ -472,9 +472,15 @@ batch_search detailed_search::search_global_batch(training_config& config) {
 void detailed_search::time_candidate(plan_candidate& c, const footprint& f, std::uint64_t batch,
                                      const candidate_layout& layout) const {
   const training_config& config = layout.config;
+  // What data parallelism reduces: the trained parameters (adapters alone under PEFT), in the
+  // trained weights' dtype.
+  step_time_options timing = layout.timing;
+  if (config.finetune != finetune_kind::full)
+    timing.trainable_params = static_cast<double>(f.estimate.trainable_params);
+  timing.gradient_bytes = static_cast<double>(full_model_weight_bytes(config));
   // (Prompt tuning runs its virtual tokens too: positions, not the user's tokens, are timed.)
   c.speed = estimate_step_time(spec, counts, cluster, c.parallel, batch,
-                               workload.seq_len + workload.virtual_tokens, layout.timing);
+                               workload.seq_len + workload.virtual_tokens, timing);
   if (layout.pipeline) {
     // One micro-batch's compute on one GPU is split over the p stages; a step runs m
     // micro-batches in m + p - 1 slots (1F1B). Stage-to-stage activation sends overlap the

@@ -205,15 +205,19 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                                   ? std::min(intra, cluster.inter_node_bandwidth_bytes_per_s *
                                                         static_cast<double>(per_node))
                                   : intra;
-  const double params_bytes = 2.0 * static_cast<double>(counts.total) / t;  // fp16 weights/grads
+  const double params_bytes = 2.0 * static_cast<double>(counts.total) / t;  // 16-bit weights
+  const double trainable =
+      options.trainable_params > 0 ? options.trainable_params : static_cast<double>(counts.total);
+  const double gradient_bytes = options.gradient_bytes * trainable / t;
 
   double dp_s = 0;
   if (method == parallel_method::cdp) {
-    dp_s = all_reduce_bytes(params_bytes, dp) / dp_bandwidth;  // gradient all-reduce
+    dp_s = all_reduce_bytes(gradient_bytes, dp) / dp_bandwidth;  // gradient all-reduce
   } else if (dp > 1) {
     // ZeRO-3 / Gemini: parameters gathered for forward and again for backward, gradients
-    // reduce-scattered: 1.5x DDP's volume (Rajbhandari et al. 2020, ZeRO, Section 7.2.2).
-    dp_s = 3.0 * gather_bytes(params_bytes, dp) / dp_bandwidth;
+    // reduce-scattered: 1.5x DDP's volume when every parameter trains (Rajbhandari et al. 2020,
+    // ZeRO, Section 7.2.2).
+    dp_s = (2.0 * gather_bytes(params_bytes, dp) + gather_bytes(gradient_bytes, dp)) / dp_bandwidth;
   }
   double tp_s = 0;
   if (t > 1) tp_s = tensor_parallel_bytes(spec, tokens, t, options) / intra;
@@ -266,10 +270,13 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                                    (2.0 + options.recompute) * collective_latency_s * accumulation;
   }
   // The optimizer step over this GPU's share of the trained parameters.
-  if (options.weight_gradients && cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
+  const double stepped = options.trainable_params > 0 ? options.trainable_params
+                         : options.weight_gradients   ? static_cast<double>(counts.total)
+                                                      : 0.0;
+  if (stepped > 0 && cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
     const double share = (options.optimizer_sharded ? dp : 1.0) * t;
-    out.optimizer_s = static_cast<double>(counts.total) / share * optimizer_bytes_per_param /
-                      cluster.gpu.memory_bandwidth_bytes_per_s;
+    out.optimizer_s =
+        stepped / share * optimizer_bytes_per_param / cluster.gpu.memory_bandwidth_bytes_per_s;
   }
   // The host launches every kernel: a step cannot be shorter than its launches.
   const double launches = static_cast<double>(spec.num_layers) * kernels_per_block_forward *

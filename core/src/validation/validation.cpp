@@ -84,6 +84,8 @@ step_time_options timing_options(const json& workload, const model_spec& spec,
   const std::string compute = text_or(workload, "compute", "");
   options.bf16 = compute.find("bf16") != std::string::npos;
   options.fp32 = compute == "fp32";
+  // Gradients are reduced in the stored weights' dtype (fp32 weights under autocast).
+  options.gradient_bytes = std::string(text_or(workload, "weights", "")) == "fp32" ? 4.0 : 2.0;
   return options;
 }
 

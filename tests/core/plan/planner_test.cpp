@@ -176,6 +176,21 @@ TEST_CASE("step time of a tiny model, by hand") {
           doctest::Approx(dp_s - rank_compute + ring_s - attention_s + gathers));
     CHECK(s.tokens_per_s == doctest::Approx(2 * 128.0 / s.step_s));
   }
+  SUBCASE("adapters: only the trained parameters' gradients are reduced and stepped") {
+    t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+    options.causal_kernel = true;  // (no eager attention traffic)
+    options.weight_gradients = false;
+    options.trainable_params = 1000;
+    options.gradient_bytes = 4;  // fp32 adapters under autocast
+    auto ddp = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2,
+                                  128, options);
+    CHECK(ddp.communication_s == doctest::Approx(2 * 0.5 * 4 * 1000 / 1e9));
+    CHECK(ddp.optimizer_s == doctest::Approx(1000 * 28 / 1e9));
+    // ZeRO-3 / FSDP still gather the frozen base (16-bit) twice; they reduce-scatter adapters.
+    auto sharded = estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::adp, 1, false},
+                                      2, 128, options);
+    CHECK(sharded.communication_s == doctest::Approx((2 * 0.5 * 2 * 86848 + 0.5 * 4 * 1000) / 1e9));
+  }
   SUBCASE("fp32 compute runs its matmuls on the CUDA cores, not the tensor cores") {
     t.cluster.gpu.fp32_flops = 0.25e12;
     options.fp32 = true;
@@ -423,9 +438,13 @@ TEST_CASE("detailed plans split sequences that fit one at a time at best over co
     CHECK(test::call(e).at("result").at("peak_bytes") == c.at("peak_bytes"));
   }
   CHECK(context == "fsdp_full_shard cp 2; fsdp_full_shard cp 4 fits; ");
-  CHECK(plan.at("choice").at("cp") == 4);
+  // Context parallelism 4 and tensor parallelism 4 both run one sequence a group of 4 GPUs
+  // within the model's 10 % of each other: the earlier candidate, tensor parallelism, is chosen.
+  CHECK(plan.at("choice").at("method") == "tensor_parallel");
   CHECK(plan.at("choice").at("reason").get<std::string>().find(
             "micro-batch 1 per group of 4 GPUs") != std::string::npos);
+  CHECK(plan.at("choice").at("reason").get<std::string>().find("within 10 %") !=
+        std::string::npos);
   // At 16,384 tokens one sequence fits per GPU without it: context parallelism then ties at
   // best (the same sequences per GPU at the same speed) and the plain method stays the choice.
   request["workload"]["seq_len"] = 16384;

@@ -83,6 +83,15 @@ struct step_time_options {
   // Micro-batches per optimizer step: each runs its forward and backward (and ZeRO-3 / FSDP
   // gather their parameters again), the gradient all-reduce and the optimizer step run once.
   std::uint64_t grad_accumulation = 1;
+  // The parameters the step trains (0: every one): adapters' gradients alone are reduced and
+  // stepped, while ZeRO-3 / FSDP still gather the frozen base with them.
+  double trainable_params = 0;
+  // Bytes of a trained parameter's gradient as data parallelism reduces it: the trained
+  // weights' dtype — fp32 under torch autocast (DDP all-reduces the fp32 .grad: PyTorch
+  // reducer.cpp buckets by the parameters' dtype; PEFT keeps adapters in fp32 under autocast),
+  // 16 bits under pure 16-bit training or DeepSpeed's engine, which holds a 16-bit module. ZeRO-3
+  // and FSDP gather and reduce in the 16-bit compute dtype (FSDP MixedPrecision's param_dtype).
+  double gradient_bytes = 2;
   // A 4-bit base (QLoRA): the weights its block linears hold in 4 bits, dequantised to 16 bits
   // before each use (bitsandbytes MatMul4Bit: forward, recomputation and backward).
   double four_bit_params = 0;
