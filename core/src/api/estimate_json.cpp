@@ -63,6 +63,7 @@ ordered_json step_time_json(const step_time& s) {
           {"exposed_communication_s", s.exposed_communication_s},
           {"attention_memory_s", s.attention_memory_s},
           {"dequantize_s", s.dequantize_s},
+          {"adapter_s", s.adapter_s},
           {"optimizer_s", s.optimizer_s},
           {"dispatch_s", s.dispatch_s},
           {"offload_s", s.offload_s},

@@ -9,6 +9,7 @@
 
 #include "api/number_text.hpp"
 #include "gpumem/parallel/offload.hpp"
+#include "plan/adapter_cost.hpp"
 #include "plan/plan_choice.hpp"
 #include "training/framework.hpp"
 
@@ -154,6 +155,11 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
       spec, counts, workload.seq_len, speed.causal_kernel, workload.grad_ckpt,
       workload.framework == framework_profile::torchtitan && workload.selective_recompute);
   speed.weight_gradients = workload.finetune == finetune_kind::full;
+  const adapter_cost adapters = lora_adapter_cost(spec, workload);
+  speed.adapter_bytes_per_token = adapters.bytes_per_token;
+  speed.adapter_fixed_bytes = adapters.fixed_bytes;
+  speed.adapter_kernels = adapters.kernels;
+  if (framework_of(workload).own_kernels) speed.kernels_per_block = fused_kernels_per_block_forward;
   speed.target_len = workload.target_len;
   // QLoRA's 4-bit weights: the blocks' linear weights (the embeddings and the head stay 16-bit).
   if (workload.quantization == base_quantization::nf4 ||
@@ -674,6 +680,11 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
   // What no layout changes is answered as the estimate answers it, not as "nothing fits".
   plan_result plan;
   if (auto e = check_adapter_targets(spec, workload, plan.unmatched_targets)) return *e;
+  // What the framework refuses whatever the layout (its model, fine-tuning, targets, precision)
+  // is the request's error; what it refuses of a layout is that candidate's note.
+  if (const auto refusals = framework_of(workload).refusals) {
+    if (auto e = refusals(spec, workload); e && e->field.rfind("parallel.", 0) != 0) return *e;
+  }
   // (Prompt tuning's virtual tokens lengthen every sequence the model runs.)
   if (auto e =
           check_training_lengths(spec, workload, 1, workload.seq_len + workload.virtual_tokens))

@@ -191,6 +191,15 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                        (cluster.gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);
     out.compute_s += out.dequantize_s;
   }
+  // LoRA's kernels beside each adapted matmul move their bytes at the memory's bandwidth: in the
+  // forward, the recomputation and a backward of about twice a forward's; DoRA's weight norm in
+  // each forward and recomputation (it is detached: the backward does not repeat it).
+  if (cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
+    const double bytes = options.adapter_bytes_per_token * tokens / t * (3.0 + options.recompute) +
+                         options.adapter_fixed_bytes / t * (1.0 + options.recompute);
+    out.adapter_s = bytes / (cluster.gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);
+    out.compute_s += out.adapter_s;
+  }
 
   // Data-parallel collectives cross nodes when the job spans more than one. NCCL builds a ring
   // (or tree) per network adapter and splits the buffer over them; each ring enters and leaves a
@@ -258,6 +267,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     out.compute_s *= accumulation;
     out.attention_memory_s *= accumulation;
     out.dequantize_s *= accumulation;
+    out.adapter_s *= accumulation;
     out.communication_s = (method == parallel_method::cdp ? dp_s : dp_s * accumulation) +
                           (tp_s + ring_s) * accumulation;
   }
@@ -279,8 +289,9 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
         stepped / share * optimizer_bytes_per_param / cluster.gpu.memory_bandwidth_bytes_per_s;
   }
   // The host launches every kernel: a step cannot be shorter than its launches.
-  const double launches = static_cast<double>(spec.num_layers) * kernels_per_block_forward *
-                          (1.0 + 2.0 + options.recompute) * accumulation;
+  const double launches =
+      (static_cast<double>(spec.num_layers) * options.kernels_per_block + options.adapter_kernels) *
+      (1.0 + 2.0 + options.recompute) * accumulation;
   out.dispatch_s = std::max(0.0, launches * kernel_launch_s - out.compute_s);
   out.step_s = out.compute_s + out.dispatch_s + out.exposed_communication_s + out.optimizer_s;
   out.tokens_per_s = out.step_s > 0 ? tokens * accumulation * dp / out.step_s : 0;

@@ -29,6 +29,11 @@ inline constexpr double default_mfu = 0.45;
 // projections and the gated activation: transformers models/llama/modeling_llama.py); a
 // backward about twice as many.
 inline constexpr double kernels_per_block_forward = 30.0;
+// unsloth's fused block kernels launch about 14: one for each RMSNorm (Fast_RMS_Layernorm
+// instead of five ops), one rotary embedding of q and k together (Fast_RoPE_Embedding instead of
+// about eight ops) and one SwiGLU (unsloth/kernels/rms_layernorm.py, rope_embedding.py,
+// swiglu.py).
+inline constexpr double fused_kernels_per_block_forward = 14.0;
 // The host's cost of one eager kernel launch, which the GPU cannot run ahead of: about 10 us
 // (PyTorch dispatch plus cudaLaunchKernel; "Accelerating PyTorch with CUDA Graphs",
 // pytorch.org blog, 2021).
@@ -92,6 +97,14 @@ struct step_time_options {
   // 16 bits under pure 16-bit training or DeepSpeed's engine, which holds a 16-bit module. ZeRO-3
   // and FSDP gather and reduce in the 16-bit compute dtype (FSDP MixedPrecision's param_dtype).
   double gradient_bytes = 2;
+  // LoRA's own kernels beside the matmuls (plan/adapter_cost.hpp), whole model: bytes a token
+  // moves in a forward, bytes a forward moves whatever the tokens (DoRA's weight norm), kernels
+  // a forward launches.
+  double adapter_bytes_per_token = 0;
+  double adapter_fixed_bytes = 0;
+  double adapter_kernels = 0;
+  // Kernels a block launches in a forward (fused_kernels_per_block_forward under unsloth).
+  double kernels_per_block = kernels_per_block_forward;
   // A 4-bit base (QLoRA): the weights its block linears hold in 4 bits, dequantised to 16 bits
   // before each use (bitsandbytes MatMul4Bit: forward, recomputation and backward).
   double four_bit_params = 0;
@@ -104,6 +117,7 @@ struct step_time {
   double exposed_communication_s = 0;  // not hidden behind compute
   double attention_memory_s = 0;       // eager attention's score-sized tensors (part of compute_s)
   double dequantize_s = 0;             // a 4-bit base's dequantisation (part of compute_s)
+  double adapter_s = 0;                // LoRA's own memory-bound kernels (part of compute_s)
   double optimizer_s = 0;              // the optimizer step, memory-bound, per GPU
   double dispatch_s = 0;               // the host's kernel launches, when they outlast the GPU
   double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
