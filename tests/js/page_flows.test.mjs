@@ -292,6 +292,26 @@ test('which GPU: every preset at 1, 2, 4 and 8 GPUs, the smallest setup, and the
   await page.close();
 });
 
+test('the time and cost of training so many tokens: the core\'s time for the choice, the price from the form', async () => {
+  const page = await b.open('?v=1&ttok=1e9');
+  const state = stateOf(page);
+  const plan = gpumem.request(requestFor(state, state.model)).result;
+  const timed = plan.time_and_cost;
+  assert.equal(timed.train_tokens, 1e9);
+  assert.equal(await page.textContent('[data-testid=cost]'), timed.sentence);
+  await page.evaluate(() => { document.querySelector('[data-group="cost"]').open = true; });
+  await page.fill('#gm-gprice', '0.39');  // no new estimate: the same answer, with its cost
+  await page.waitForFunction(() => /per GPU-hour/.test(document.querySelector('[data-testid=cost]')?.textContent));
+  assert.match(page.url(), /prices=rtx-4090%3A0\.39/);
+  const cost = `$${(timed.gpu_hours * 0.39).toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`;
+  assert.equal(await page.textContent('[data-testid=cost]'), `${timed.sentence.slice(0, -1)}, about ${cost} at $0.39 per GPU-hour.`);
+  // Out of range: the form's label and the accepted range beside the field.
+  await page.fill('#gm-ttok', '-3');
+  await settled(page);
+  assert.match(await page.textContent('#gm-ttok-error'), /^Tokens to train must be a whole number between 1 and 1,125,899,906,842,624/);
+  await page.close();
+});
+
 test('the compact embed shows the verdict and the chart within 600 px, and links to the full page', async () => {
   const page = b.watch(await b.browser.newPage({ viewport: VIEWPORTS.laptop }));
   await page.goto(`${b.origin}/embed.html?v=1&model=gpt2&gpu=t4&ft=full`);

@@ -127,9 +127,16 @@ function alternativesHtml(view) {
   return `<div class="alternatives" data-testid="alternatives"><p>What it would take:</p><ul>${items}</ul></div>`;
 }
 
+// The plan's time over the tokens to train (the core's sentence for its choice), its cost at the
+// GPU's price; with a price alone, the cost of a million tokens.
 function costLine(view) {
   const speed = view.candidate?.tokens_per_s ?? view.detail?.step_time?.tokens_per_s;
   const price = view.price;
+  const timed = view.planned && !view.picked && !view.serving ? view.main.time_and_cost : null;
+  if (timed) {
+    const cost = price ? `, about ${money(timed.gpu_hours * price)} at ${money(price)} per GPU-hour` : '';
+    return `<p class="cost" data-testid="cost">${escapeHtml(timed.sentence.replace(/\.$/, ''))}${cost}.</p>`;
+  }
   if (!price || !speed || view.serving || view.detail?.verdict === 'does_not_fit') return '';
   const gpus = view.request.cluster.gpus;
   const perMillion = (price * gpus) / (speed * 3600) * 1e6;

@@ -77,11 +77,17 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     context: () => ({ state, model: model(), gpus }),
     onUse: (gpu, count) => edit('gpu', gpu, { gpus: count, nodes: '1', mem: '', bw: '' }),
     onPrice: (gpu, price) => {
-      state.prices = withPrice(state, gpu, price);
-      onChange({ ...state });
-      if (lastView) render({ ...lastView, price: pricesOf(state)[state.gpu] });
+      setPrice(gpu, price);
+      writeForm();
     },
   });
+
+  // A GPU's $ per hour (the form's or the comparison's): the answer's cost lines, no new estimate.
+  function setPrice(gpu, price) {
+    state.prices = withPrice(state, gpu, price);
+    onChange({ ...state });
+    if (lastView) render({ ...lastView, price: pricesOf(state)[state.gpu] });
+  }
 
   const status = (text, kind = '') => {
     const el = $('.status');
@@ -90,8 +96,9 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     el.innerHTML = text;
   };
 
+  // (The GPU's price is kept in the prices of every GPU the page was told of.)
   const writeForm = () => {
-    syncForm(root, state, model());
+    syncForm(root, { ...state, gprice: String(pricesOf(state)[state.gpu] ?? '') }, model());
     picker.show(pasted ? pasted.name : state.model);
     $('#gm-config-clear').hidden = !pasted;
   };
@@ -282,6 +289,10 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     }
     const key = el.dataset?.key;
     if (!key || el.closest('.compare')) return;
+    if (key === 'gprice') {
+      setPrice(state.gpu, el.value);  // a price changes no estimate
+      return;
+    }
     edit(key, el.value, {}, el.tagName === 'SELECT' || el.type === 'radio');
   });
   root.addEventListener('change', (event) => {

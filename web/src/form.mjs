@@ -13,11 +13,12 @@ export const GROUPS = [
   { id: 'parallel', title: 'Parallelism and hardware', keys: ['method', 'nodes', 'mem', 'bw', 'headroom'] },
   { id: 'framework', title: 'Framework and library releases', keys: ['fw', 'loop', 'torch', 'peft', 'bnb'] },
   { id: 'offload', title: 'Offload and host budgets', keys: ['oopt', 'oparams', 'ograd', 'oact', 'ram', 'disk'] },
+  { id: 'cost', title: 'Training time and cost', keys: ['ttok', 'gprice'] },
   { id: 'output', title: 'Estimator, metric and units', keys: ['mode', 'metric', 'unit'] },
 ];
 
 const TRAIN_ONLY = ['ft', 'r', 'ldrop', 'targets', 'save', 'precision', 'opt', 'ckpt', 'loop', 'tgt', 'oopt', 'oparams',
-  'ograd', 'oact', 'ram', 'disk', 'torch', 'bnb', 'peft', 'mode'];
+  'ograd', 'oact', 'ram', 'disk', 'torch', 'bnb', 'peft', 'mode', 'ttok', 'gprice'];
 const SERVE_ONLY = ['weights', 'new', 'kv', 'kvdtype', 'solve'];
 const OFFLOAD = ['oopt', 'oparams', 'ograd', 'oact'];
 // What LLMem's estimator takes: the model, the cluster, the batch and the sequence.
@@ -37,6 +38,8 @@ export function applies(key, state, model) {
   // The decoder's length, for a pasted encoder-decoder (T5) only.
   if (key === 'tgt' && !isEncoderDecoder(model)) return false;
   if (key === 'metric' && state.method === 'auto') return false;
+  // A plan's choice is timed over the tokens to train (a fixed method is not timed).
+  if (key === 'ttok' && state.method !== 'auto') return false;
   // Offload placements apply to a fixed method; the planner tries them itself.
   if (OFFLOAD.includes(key) && state.method === 'auto') return false;
   // LLMem's planner (its Algorithm 1) searches the batch.
@@ -86,6 +89,8 @@ const CONTROLS = {
   bnb: () => text('bnb', 'placeholder="before 0.45"'),
   ram: () => number('ram', 'min="1" step="any" placeholder="not checked"'),
   disk: () => number('disk', 'min="1" step="any" placeholder="not checked"'),
+  ttok: () => number('ttok', 'min="1" step="any" placeholder="none, e.g. 1e9"'),
+  gprice: () => number('gprice', 'min="0" step="0.01" placeholder="none"'),
   gpu: () => '<select id="gm-gpu" data-key="gpu"></select>',
 };
 

@@ -50,7 +50,7 @@ export const FIELD_LABELS = {
   bnb: 'bitsandbytes release', tgt: 'Decoder tokens (T5)', kv: 'KV cache', kvdtype: 'KV cache dtype',
   oopt: 'Optimizer states on', oparams: 'Parameters on', ograd: 'Gradients on', oact: 'Activations on',
   ram: 'Host RAM per node (GiB)', disk: 'NVMe per node (GiB)', metric: 'Metric', unit: 'Units',
-  solve: 'Solve for', config: 'Pasted config.json',
+  solve: 'Solve for', config: 'Pasted config.json', ttok: 'Tokens to train', gprice: 'GPU price ($ per hour)',
 };
 
 // An API field (docs/api.md) -> the form field that sets it. Longest prefixes first.
@@ -58,7 +58,7 @@ const API_FIELDS = [
   ['model.config', 'config'], ['model', 'model'], ['cluster.gpu.memory_bytes', 'mem'],
   ['cluster.gpu.memory_bandwidth_bytes_per_s', 'bw'], ['cluster.gpu', 'gpu'], ['cluster.gpus_per_node', 'gpus'],
   ['cluster.gpus', 'gpus'], ['cluster.headroom', 'headroom'], ['cluster.host_ram_bytes', 'ram'], ['cluster.nvme_bytes', 'disk'],
-  ['workload.micro_batch', 'mb'], ['workload.seq_len', 'seq'], ['workload.target_len', 'tgt'], ['workload.new_tokens', 'new'],
+  ['workload.train_tokens', 'ttok'], ['workload.micro_batch', 'mb'], ['workload.seq_len', 'seq'], ['workload.target_len', 'tgt'], ['workload.new_tokens', 'new'],
   ['workload.lora.r', 'r'], ['workload.lora.dropout', 'ldrop'], ['workload.lora.targets', 'targets'],
   ['workload.lora.modules_to_save', 'save'], ['workload.lora', 'targets'], ['workload.finetune', 'ft'],
   ['workload.weights', 'weights'], ['workload.compute', 'precision'], ['workload.optimizer', 'opt'],

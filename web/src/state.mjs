@@ -68,6 +68,8 @@ export const FIELDS = {
   disk: { default: '' },  // NVMe per node in GiB ('' = not checked)
   metric: { default: 'device_used', choices: ['device_used', 'reserved', 'allocated'] },
   unit: { default: 'gib', choices: ['gib', 'gb'] },
+  // The tokens to train on ('' = none given): a plan's training time, and its cost at a price.
+  ttok: { default: '' },
   // $ per GPU-hour by GPU preset, "h100-sxm:2.49,rtx-4090:0.39" ('' = none given).
   prices: { default: '' },
 };
@@ -105,7 +107,8 @@ export function queryFromState(state) {
 }
 
 // The fields that differ from their defaults, among `keys`.
-export const changedFields = (state, keys) => keys.filter((k) => state[k] !== FIELDS[k].default);
+// (A field the state does not keep, such as the GPU's price, counts when it has a value.)
+export const changedFields = (state, keys) => keys.filter((k) => (k in FIELDS ? state[k] !== FIELDS[k].default : Boolean(state[k])));
 
 // Whether a run (fine-tuning kind, framework) quantises its 4-bit base with bitsandbytes, whose
 // release then matters (transformers and litgpt; torchtune uses torchao's NF4, unsloth its own
@@ -202,6 +205,11 @@ function trainingWorkload(state, plan, model) {
   if (Object.keys(software).length) w.software = software;
   // A micro-batch left empty is the planner's (or, for a fixed method, the solve's) to choose.
   if (state.mb.trim() !== '') w.micro_batch = number(state.mb);
+  // A plan's time over so many tokens ("1e9" reads as a billion; the core checks the range).
+  if (plan && state.ttok.trim() !== '') {
+    const tokens = Number(state.ttok);
+    w.train_tokens = Number.isFinite(tokens) ? tokens : state.ttok;
+  }
   return w;
 }
 
