@@ -155,6 +155,23 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
       spec, counts, workload.seq_len, speed.causal_kernel, workload.grad_ckpt,
       workload.framework == framework_profile::torchtitan && workload.selective_recompute);
   speed.weight_gradients = workload.finetune == finetune_kind::full;
+  // What the optimizer moves: fp32 stepped weights beside autocast (master copies or fp32
+  // adapters), 16-bit ones in pure 16-bit training; states of the request's dtype or the weights'.
+  const double weight_bytes =
+      is_amp(workload.compute) || workload.compute == compute_precision::fp32 ? 4.0 : 2.0;
+  const double state_bytes = workload.optimizer == optimizer_kind::adamw_8bit ? 1.0
+                             : workload.optimizer_state_bytes
+                                 ? static_cast<double>(workload.optimizer_state_bytes)
+                                 : weight_bytes;
+  const double states = workload.optimizer == optimizer_kind::adamw ||
+                                workload.optimizer == optimizer_kind::adamw_8bit
+                            ? 2.0
+                        : workload.optimizer == optimizer_kind::sgd_momentum ? 1.0
+                                                                             : 0.0;
+  speed.optimizer_bytes_per_param =
+      workload.optimizer == optimizer_kind::none || !workload.optimizer_step
+          ? 0.0
+          : optimizer_bytes_per_param(weight_bytes, state_bytes, states);
   const adapter_cost adapters = lora_adapter_cost(spec, workload);
   speed.adapter_bytes_per_token = adapters.bytes_per_token;
   speed.adapter_fixed_bytes = adapters.fixed_bytes;

@@ -91,11 +91,6 @@ double tensor_parallel_bytes(const model_spec& spec, double tokens, double t,
   return bytes;
 }
 
-// AdamW's step reads each trained parameter, its gradient and two states and writes the
-// parameter and the states, fp32 (7 x 4 bytes: one pass of DeepSpeed's FusedAdam or torch's
-// fused AdamW, csrc/adam/multi_tensor_adam.cu); it runs at the memory's bandwidth.
-constexpr double optimizer_bytes_per_param = 28.0;
-
 // Eager attention (no fused kernel) writes the whole score matrix, heads x s x s per sequence
 // and layer (window-capped), several times in a forward — transformers' eager path under
 // 16-bit autocast: the scores (2 bytes), scaled and masked (2), softmax's fp32 output (4, an
@@ -125,6 +120,10 @@ double eager_attention_seconds(const model_spec& spec, const step_time_options& 
 constexpr double modules_per_block = 9.0;
 
 }  // namespace
+
+double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states) {
+  return 2.0 * weight_bytes + weight_bytes + 2.0 * states * state_bytes;
+}
 
 double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32) {
   if (fp32) return gpu.fp32_flops > 0 ? gpu.fp32_flops : gpu.fp16_dense_flops / 8.0;
@@ -285,8 +284,8 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                                                       : 0.0;
   if (stepped > 0 && cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
     const double share = (options.optimizer_sharded ? dp : 1.0) * t;
-    out.optimizer_s =
-        stepped / share * optimizer_bytes_per_param / cluster.gpu.memory_bandwidth_bytes_per_s;
+    out.optimizer_s = stepped / share * options.optimizer_bytes_per_param /
+                      cluster.gpu.memory_bandwidth_bytes_per_s;
   }
   // The host launches every kernel: a step cannot be shorter than its launches.
   const double launches =

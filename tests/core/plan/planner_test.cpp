@@ -133,6 +133,18 @@ TEST_CASE("step time of a tiny model, by hand") {
                                     2, 128, options);
     CHECK(s.compute_s == doctest::Approx(plain.compute_s + s.dequantize_s));
   }
+  SUBCASE("an optimizer moves its weights, gradients and states: AdamW, 8-bit, pure bf16, SGD") {
+    CHECK(optimizer_bytes_per_param(4, 4, 2) == 28);  // AdamW beside fp32 weights
+    CHECK(optimizer_bytes_per_param(4, 1, 2) == 16);  // bitsandbytes' 8-bit AdamW
+    CHECK(optimizer_bytes_per_param(2, 2, 2) == 14);  // pure bf16
+    CHECK(optimizer_bytes_per_param(4, 4, 0) == 12);  // SGD (and Adafactor's factored moment)
+    CHECK(optimizer_bytes_per_param(4, 4, 1) == 20);  // SGD with momentum
+    t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
+    options.optimizer_bytes_per_param = 16;
+    CHECK(estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2, 128,
+                             options)
+              .optimizer_s == doctest::Approx(86848 * 16 / 1e9));
+  }
   SUBCASE("the optimizer step reads and writes 28 bytes a trained parameter, sharded or not") {
     t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
     options.causal_kernel = true;  // (no eager attention traffic)
@@ -443,8 +455,7 @@ TEST_CASE("detailed plans split sequences that fit one at a time at best over co
   CHECK(plan.at("choice").at("method") == "tensor_parallel");
   CHECK(plan.at("choice").at("reason").get<std::string>().find(
             "micro-batch 1 per group of 4 GPUs") != std::string::npos);
-  CHECK(plan.at("choice").at("reason").get<std::string>().find("within 10 %") !=
-        std::string::npos);
+  CHECK(plan.at("choice").at("reason").get<std::string>().find("within 10 %") != std::string::npos);
   // At 16,384 tokens one sequence fits per GPU without it: context parallelism then ties at
   // best (the same sequences per GPU at the same speed) and the plain method stays the choice.
   request["workload"]["seq_len"] = 16384;

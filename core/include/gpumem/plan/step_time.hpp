@@ -54,6 +54,14 @@ inline constexpr double achieved_bandwidth_share = 0.85;
 // (V100 15.7 of 125 TFLOPS, T4 8.1 of 65).
 double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32);
 
+// The bytes an optimizer step moves per trained parameter, at the memory's bandwidth: the
+// stepped weight (fp32 beside a master copy, else the parameters' dtype) read and written, its
+// gradient (the same dtype) read, and each state read and written. AdamW in fp32: 7 x 4 = 28
+// (one pass of torch's fused AdamW or DeepSpeed's FusedAdam, csrc/adam/multi_tensor_adam.cu);
+// pure bf16 14; bitsandbytes' 8-bit AdamW (1-byte states) beside fp32 weights 16; SGD 12, with
+// momentum 20; Adafactor's factored second moment adds next to nothing (12).
+double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states);
+
 // Forward FLOPs per token of a decoder run over `seq_len` tokens: 2 per matmul parameter and
 // attention's scores and weighted values (halved by a fused causal kernel).
 double model_forward_flops_per_token(const model_spec& spec, const param_count& counts,
@@ -88,6 +96,7 @@ struct step_time_options {
   // Micro-batches per optimizer step: each runs its forward and backward (and ZeRO-3 / FSDP
   // gather their parameters again), the gradient all-reduce and the optimizer step run once.
   std::uint64_t grad_accumulation = 1;
+  double optimizer_bytes_per_param = 28.0;  // AdamW with fp32 weights and states (above)
   // The parameters the step trains (0: every one): adapters' gradients alone are reduced and
   // stepped, while ZeRO-3 / FSDP still gather the frozen base with them.
   double trainable_params = 0;
