@@ -30,7 +30,7 @@ void caching_allocator::insert_free(int index) {
   block& b = blocks_[static_cast<std::size_t>(index)];
   free_list& free = pool(b.small_pool);
   const std::pair<std::uint64_t, int> key{b.size, index};
-  free.insert(std::lower_bound(free.begin(), free.end(), key), key);
+  free.insert(key);
   b.whole = b.offset == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)];
   if (b.whole) whole_free_.push_back(index);
 }
@@ -38,8 +38,7 @@ void caching_allocator::insert_free(int index) {
 void caching_allocator::erase_free(int index) {
   block& b = blocks_[static_cast<std::size_t>(index)];
   free_list& free = pool(b.small_pool);
-  const auto at = std::lower_bound(free.begin(), free.end(), std::make_pair(b.size, index));
-  if (at != free.end() && at->second == index) free.erase(at);
+  free.erase({b.size, index});
   if (b.whole) {
     whole_free_.erase(std::find(whole_free_.begin(), whole_free_.end(), index));
     b.whole = false;
@@ -50,9 +49,9 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
   // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block): the
   // smallest at least as large, the earliest made among equals.
   free_list& free = pool(small_pool);
-  const auto fit = std::lower_bound(free.begin(), free.end(), std::make_pair(size, -1));
+  const int fit = free.best_fit(size);
   int chosen = 0;
-  if (fit == free.end()) {  // a new segment (cudaMalloc)
+  if (fit < 0) {  // a new segment (cudaMalloc)
     const std::uint64_t segment = allocator_segment_size(size);
     if (limit_ > 0 && reserved_ + segment > limit_) release_free_segments();
     reserved_ += segment;
@@ -62,7 +61,7 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
     blocks_.push_back(block{id, 0, segment, small_pool, false});
     chosen = static_cast<int>(blocks_.size() - 1);
   } else {
-    chosen = fit->second;
+    chosen = fit;
     erase_free(chosen);
     blocks_[static_cast<std::size_t>(chosen)].free = false;
   }

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "gpumem/runtime/free_blocks.hpp"
+
 namespace gpumem {
 
 inline constexpr std::uint64_t kib = 1024;
@@ -65,9 +67,7 @@ class caching_allocator {
   int take(std::uint64_t size, bool small_pool);
   void release_free_segments();
 
-  // Free blocks by (size, index), sorted: the best fit is the first at least as large (a sorted
-  // vector: a few hundred free blocks at most, and no node to allocate per event).
-  using free_list = std::vector<std::pair<std::uint64_t, int>>;
+  using free_list = free_blocks;
   free_list& pool(bool small_pool) { return small_pool ? free_small_ : free_large_; }
 
   std::vector<block> blocks_;
