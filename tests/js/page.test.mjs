@@ -168,6 +168,16 @@ test('the model field searches the presets without changing the answer until one
   await settled(page);
   assert.equal(stateOf(page).model, 'mistralai/Mixtral-8x7B-v0.1');
   assert.match(await page.textContent('[data-testid=title]'), /Mixtral-8x7B/);
+  // Instruct and chat variants are aliases of their architecture's preset, found by name.
+  await page.fill('#gm-model', '3.1 8b instruct');
+  await page.waitForSelector('#gm-model-list:not([hidden]) [data-id]');
+  assert.deepEqual(await page.$$eval('#gm-model-list [data-id]', (els) => els.map((e) => e.dataset.id)),
+    ['meta-llama/Llama-3.1-8B-Instruct', 'meta-llama/Meta-Llama-3.1-8B-Instruct']);
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await settled(page);
+  assert.equal(stateOf(page).model, 'meta-llama/Llama-3.1-8B-Instruct');
+  assert.match(await page.textContent('[data-testid=title]'), /Llama-3\.1-8B-Instruct/);
   await page.close();
 });
 

@@ -1,13 +1,19 @@
 // The model field: a searchable list of the presets (ARIA combobox). Typing filters the list
 // without changing the model; only a pick changes it, so the field and the answer never name
-// different models. Every word typed must appear in the preset's id, family or size ("llama 70",
-// "qwen moe", "8b").
+// different models. Every word typed must appear in the preset's id, family, type or size
+// ("llama 70", "qwen3 moe", "8b instruct").
 import { billions, escapeHtml } from './format.mjs';
 
 const MAX_SHOWN = 80;
 
 function haystack(m) {
   return `${m.id} ${m.family} ${m.model_type} ${billions(m.total_params).replace(' ', '')}`.toLowerCase();
+}
+
+// Every preset, and each of its aliases (Instruct and chat variants of the same architecture) as
+// a row of its own, so that "8b instruct" finds meta-llama/Llama-3.1-8B-Instruct.
+export function withAliases(list) {
+  return list.flatMap((m) => [m, ...(m.aliases ?? []).map((id) => ({ ...m, id, aliases: [], alias_of: m.id }))]);
 }
 
 export function matches(models, query) {
@@ -91,7 +97,7 @@ export function modelPicker(root, { onPick }) {
 
   return {
     setModels(list_) {
-      models = list_;
+      models = withAliases(list_);
       if (!list.hidden) open();
     },
     // The model the field shows when not searching: a preset id or the pasted config's name.

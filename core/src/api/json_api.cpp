@@ -515,7 +515,8 @@ std::string models_command(const json& request) {
                     {"total_params", counts.value().total},
                     {"active_params", counts.value().active},
                     {"published_params", ordered_json(preset.at("published_params"))},
-                    {"verified", preset.value("verified", false)}});
+                    {"verified", preset.value("verified", false)},
+                    {"aliases", ordered_json(preset.value("aliases", json::array()))}});
   }
   return respond("models", {{"models", std::move(list)}}, ordered_json::array());
 }

@@ -47,6 +47,11 @@ result<resolved_model> read_model(const json& request) {
     for (const char* key : {"id", "family", "published_params", "source"}) {
       identity[key] = ordered_json(found.at(key));
     }
+    // Asked for by an alias: named as asked, and which preset's architecture it is.
+    if (found.at("id") != id) {
+      identity["id"] = id.get<std::string>();
+      identity["architecture_of"] = ordered_json(found.at("id"));
+    }
     config = found.at("config");
   } else if (model.is_object() && model.contains("config")) {
     if (auto e = unknown_keys(model, "model", {"config", "name", "task_head", "num_labels"})) {

@@ -31,6 +31,12 @@ result<json> find_model_preset(const std::string& id, const std::string& field) 
     json preset = parse_embedded<json>(file.text);
     if (preset.is_object() && preset.value("id", "") == id) return preset;
   }
+  for (const auto& alias : embedded_model_aliases()) {
+    if (id != alias.name) continue;
+    for (const auto& file : embedded_model_presets()) {
+      if (std::string(file.name) == alias.text) return parse_embedded<json>(file.text);
+    }
+  }
   return error{"model.unknown_preset", field,
                "[" + field + "] '" + id +
                    "' is not a model preset; run `gpumem models` for the list, or pass the model's "

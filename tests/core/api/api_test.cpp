@@ -384,6 +384,13 @@ TEST_CASE("JSON nested deeper than 64 levels is refused before it is parsed") {
 
 TEST_CASE("model errors carry the config's codes") {
   check_error(call(params_request("meta-llama/Llama-9-1b")), "model.unknown_preset", "model");
+  // An alias (an Instruct variant of the same architecture) answers as its preset, named as asked.
+  const json alias = call(params_request("meta-llama/Llama-3.1-8B-Instruct"));
+  REQUIRE(alias.at("ok") == true);
+  CHECK(alias.at("result").at("model").at("id") == "meta-llama/Llama-3.1-8B-Instruct");
+  CHECK(alias.at("result").at("model").at("architecture_of") == "meta-llama/Llama-3.1-8B");
+  CHECK(alias.at("result").at("total_params") ==
+        call(params_request("meta-llama/Llama-3.1-8B")).at("result").at("total_params"));
   check_error(call(params_request({{"config", {{"model_type", "mamba"}}}})),
               "config.unsupported_model_type", "model.config.model_type");
   check_error(call(params_request({{"config", {{"model_type", "gpt2"}, {"n_embd", -1}}}})),

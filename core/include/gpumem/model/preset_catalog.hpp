@@ -25,9 +25,13 @@ struct embedded_files {
 // Defined in the generated presets_data.cpp.
 embedded_files embedded_model_presets();
 embedded_files embedded_gpu_presets();  // one entry per GPU of presets/gpus.json, named by id
+// A preset's aliases (other Hub ids with the same architecture): name = the alias, text = the
+// preset's file name.
+embedded_files embedded_model_aliases();
 
-// A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf): the preset file's object
-// with `id`, `family`, `config`, `published_params`, `source`, `notes`.
+// A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf) or by one of its aliases
+// (meta-llama/Llama-2-7b-chat-hf): the preset file's object with `id`, `family`, `config`,
+// `published_params`, `source`, `aliases`.
 result<nlohmann::ordered_json> find_model_preset(const std::string& id, const std::string& field);
 
 // Every model preset, in file-name order.
