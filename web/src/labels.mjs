@@ -23,7 +23,7 @@ export const CHOICES = {
     own_loss: 'Own cross-entropy (Lightning)', own_loss_kept: 'Own cross-entropy, logits kept',
   },
   weights: {
-    bf16: 'bf16', fp16: 'fp16', fp32: 'fp32', fp8: 'FP8', int8: '8-bit (bitsandbytes)', nf4: '4-bit NF4 (bitsandbytes)',
+    auto: 'As the checkpoint stores them', bf16: 'bf16', fp16: 'fp16', fp32: 'fp32', fp8: 'FP8', int8: '8-bit (bitsandbytes)', nf4: '4-bit NF4 (bitsandbytes)',
     nf4_double_quant: '4-bit NF4, double quantised', gptq_4bit: 'GPTQ 4-bit', awq_4bit: 'AWQ 4-bit', mxfp4: 'MXFP4 experts (gpt-oss)',
     gguf_q8_0: 'GGUF Q8_0', gguf_q6_k: 'GGUF Q6_K', gguf_q5_k_m: 'GGUF Q5_K_M', gguf_q4_k_m: 'GGUF Q4_K_M',
     gguf_q3_k_m: 'GGUF Q3_K_M', gguf_q2_k: 'GGUF Q2_K',

@@ -49,9 +49,10 @@ export const FIELDS = {
   torch: { default: '' },
   bnb: { default: '' },
   peft: { default: '' },
+  // 'auto': as the checkpoint stores them (its quantization_config; 16-bit without one).
   weights: {
-    default: 'bf16',
-    choices: ['bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit', 'mxfp4',
+    default: 'auto',
+    choices: ['auto', 'bf16', 'fp16', 'fp32', 'fp8', 'int8', 'nf4', 'nf4_double_quant', 'gptq_4bit', 'awq_4bit', 'mxfp4',
       'gguf_q8_0', 'gguf_q6_k', 'gguf_q5_k_m', 'gguf_q4_k_m', 'gguf_q3_k_m', 'gguf_q2_k'],
   },
   new: { default: '256' },
@@ -221,10 +222,12 @@ export function servingFramework(state) {
 
 function inferenceWorkload(state) {
   const w = {
-    phase: 'inference', weights: state.weights, micro_batch: number(state.mb || '1'),
+    phase: 'inference', micro_batch: number(state.mb || '1'),
     seq_len: number(state.seq), new_tokens: number(state.new), attention: state.attn,
   };
+  if (state.weights !== 'auto') w.weights = state.weights;
   w.framework = servingFramework(state);
+  // llama.cpp runs a GGUF file: its own quantisation, whatever the checkpoint's.
   if (w.framework === 'llama_cpp' && !state.weights.startsWith('gguf_')) w.weights = 'gguf_q4_k_m';
   const kv = {};
   if (state.kv !== 'auto') kv.kind = state.kv;

@@ -45,6 +45,39 @@ result<std::string> read_inference_formats(config_reader& in, inference_config& 
   return *compute;
 }
 
+// A quantised checkpoint's weights are what its config.json says (quantization_config): unstated
+// weights take them; stated ones must agree. An FP8 or MXFP4 checkpoint may also run dequantised
+// to 16 bits (transformers' FineGrainedFP8Config and Mxfp4Config with dequantize=True, DeepSeek's
+// fp8_cast_bf16.py).
+std::optional<error> checkpoint_weights(const json& workload, const model_spec& model,
+                                        inference_config& c) {
+  // llama.cpp runs a GGUF file converted from the checkpoint: its own quantisation.
+  if (!model.quantized_checkpoint || c.framework == serving_framework::llama_cpp)
+    return std::nullopt;
+  const checkpoint_quantization& q = model.checkpoint;
+  const auto format = weight_format_named(q.weights);
+  if (!format) return std::nullopt;
+  if (workload.contains("weights")) {
+    const bool dequantised =
+        (*format == weight_format::mxfp4 || *format == weight_format::fp8) &&
+        (c.weights.format == weight_format::bf16 || c.weights.format == weight_format::fp16);
+    if (c.weights.format != *format && !dequantised) {
+      return error{"request.invalid_value", "workload.weights",
+                   "[workload.weights] the checkpoint stores its weights as " + q.weights +
+                       " (its config.json's quantization_config, quant_method " + q.method +
+                       "); got " + weight_format_name(c.weights.format) +
+                       ": leave weights out or state " + q.weights};
+    }
+    if (dequantised) return std::nullopt;
+  }
+  c.weights.format = *format;
+  c.unquantized_modules = q.unconverted;
+  if (q.group_size > 0 && !workload.contains("group_size")) c.weights.group_size = q.group_size;
+  if (q.fp8_per_tensor && !workload.contains("fp8_scaling"))
+    c.weights.fp8 = fp8_scaling::per_tensor;
+  return std::nullopt;
+}
+
 // The KV cache: each framework's own default kind.
 std::optional<error> read_kv_cache(const json& workload, const std::string& compute,
                                    inference_config& c) {
@@ -140,6 +173,7 @@ result<inference_request> read_inference_request(const json& request, const mode
   inference_config& c = out.config;
   const auto compute = read_inference_formats(in, c);
   if (!compute.ok()) return compute.failure();
+  if (auto e = checkpoint_weights(workload, model, c)) return *e;
   if (auto e = read_kv_cache(workload, compute.value(), c)) return *e;
   const std::uint64_t context = c.prompt_tokens + c.new_tokens;
   if (auto e = check_seq_len(model, context, warnings))

@@ -335,6 +335,46 @@ std::optional<error> read_base_weights(config_reader& in, training_config& out) 
   return std::nullopt;
 }
 
+// A quantised checkpoint (its config.json's quantization_config): FP8 and MXFP4 checkpoints train
+// dequantised to 16 bits (transformers' FineGrainedFP8Config and Mxfp4Config with
+// dequantize=True, as the gpt-oss and DeepSeek fine-tuning recipes load them); of the others, full
+// fine-tuning needs the 16-bit model, an adapter's frozen base is the checkpoint's bitsandbytes
+// format (unstated weights take it, stated ones must agree), and adapters over GPTQ or AWQ bases
+// are not modelled.
+std::optional<error> checkpoint_base(const json& workload, const model_spec& model,
+                                     training_config& out) {
+  if (!model.quantized_checkpoint) return std::nullopt;
+  const checkpoint_quantization& q = model.checkpoint;
+  const std::string as_stated = " (quant_method " + q.method + ", " + q.weights + ")";
+  if (q.weights == "fp8" || q.weights == "mxfp4") return std::nullopt;
+  if (out.finetune == finetune_kind::full) {
+    return error{"request.invalid_value", "workload.finetune",
+                 "[workload.finetune] the checkpoint is quantised" + as_stated +
+                     ": full fine-tuning trains 16-bit weights; use LoRA, or the 16-bit "
+                     "model's config.json"};
+  }
+  const base_quantization wanted =
+      q.weights == "int8"                        ? base_quantization::int8
+      : q.weights == "nf4_double_quant"          ? base_quantization::nf4_double_quant
+      : q.weights == "nf4" || q.weights == "fp4" ? base_quantization::nf4
+                                                 : base_quantization::none;
+  if (q.method != "bitsandbytes" || wanted == base_quantization::none) {
+    return error{"request.invalid_value", "model",
+                 "[model] training adapters over a quantised checkpoint" + as_stated +
+                     " is modelled for bitsandbytes bases only: use the 16-bit model's "
+                     "config.json with weights nf4 or int8"};
+  }
+  if (workload.contains("weights") && out.quantization != wanted) {
+    return error{"request.invalid_value", "workload.weights",
+                 "[workload.weights] the checkpoint stores its weights as " + q.weights +
+                     " (its config.json's quantization_config); leave weights out or state " +
+                     q.weights};
+  }
+  out.quantization = wanted;
+  out.base_weight_bytes = 2;
+  return std::nullopt;
+}
+
 // workload.kbit_preparation: PEFT's prepare_model_for_kbit_training, for a quantised base only.
 std::optional<error> check_kbit_preparation(const json& workload, const training_config& out) {
   const bool pure =
@@ -418,6 +458,7 @@ result<training_config> read_detailed_workload(const json& request, const model_
     }
     if (auto e = read_base_weights(in, out)) return *e;
   }
+  if (auto e = checkpoint_base(workload, model, out)) return *e;
   if (auto e = check_kbit_preparation(workload, out)) return *e;
   if (auto e = check_workload_lengths(model, out, warnings)) return *e;
   return out;

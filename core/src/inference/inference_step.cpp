@@ -87,10 +87,32 @@ std::uint64_t local_numel(const tensor_spec& t, std::uint64_t tp) {
 // norms and biases stay in
 // the compute dtype, and so does the LM head (transformers get_keys_to_not_convert), except in
 // litgpt, whose Fabric BitsandbytesPrecision converts every nn.Linear.
+// Whether a tensor's name holds a module pattern of a quantization_config (transformers matches
+// modules_to_not_convert as parts of the module's name; gpt-oss writes "model.layers.*.self_attn":
+// the parts between wildcards, in order).
+bool names_module(const std::string& name, const std::string& pattern) {
+  std::size_t at = 0;
+  std::size_t from = 0;
+  while (from <= pattern.size()) {
+    const std::size_t star = std::min(pattern.find('*', from), pattern.size());
+    const std::string part = pattern.substr(from, star - from);
+    if (!part.empty()) {
+      at = name.find(part, at);
+      if (at == std::string::npos) return false;
+      at += part.size();
+    }
+    from = star + 1;
+  }
+  return true;
+}
+
 bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
   if (is_dense(c.weights.format) || t.is_bias || t.shape.size() < 2) return false;
   if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt;
   if (t.layer < 0) return false;
+  for (const auto& module : c.unquantized_modules) {
+    if (names_module(t.name, module)) return false;
+  }
   // MXFP4 checkpoints (gpt-oss's quantization_config: modules_to_not_convert lists the attention,
   // router, embeddings and LM head) hold only the routed experts in 4 bits.
   if (c.weights.format == weight_format::mxfp4) return t.role == tensor_role::routed_experts;

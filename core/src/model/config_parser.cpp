@@ -4,6 +4,7 @@
 
 #include "model/architectures.hpp"
 #include "model/config_reader.hpp"
+#include "model/quantization_config.hpp"
 
 namespace gpumem {
 
@@ -143,7 +144,9 @@ result<model_spec> read_model_config(const nlohmann::ordered_json& config,
 result<model_spec> parse_model_config(const nlohmann::ordered_json& config,
                                       const model_options& options, const std::string& field) {
   auto spec = read_model_config(config, options, field);
-  if (spec.ok()) index_block_tensors(spec.value());
+  if (!spec.ok()) return spec;
+  if (auto e = read_quantization_config(config, field, spec.value())) return *e;
+  index_block_tensors(spec.value());
   return spec;
 }
 

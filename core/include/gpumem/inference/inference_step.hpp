@@ -36,6 +36,9 @@ const char* serving_framework_name(serving_framework framework);
 
 struct inference_config {
   weight_storage weights;
+  // A quantised checkpoint's modules left in 16 bits (its quantization_config's
+  // modules_to_not_convert or ignore: parts of a tensor's name).
+  std::vector<std::string> unquantized_modules;
   std::uint64_t activation_bytes = 2;  // compute dtype: 2 (fp16/bf16) or 4 (fp32)
   bool activation_bf16 = true;         // bf16 rather than fp16 when activation_bytes is 2
   std::uint64_t kv_bytes = 2;          // KV cache element: 2 (fp16/bf16) or 1 (fp8/int8)

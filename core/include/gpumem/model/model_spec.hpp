@@ -141,6 +141,19 @@ struct mla_spec {
   std::uint64_t v_head_dim = 0;
 };
 
+// A quantised checkpoint as its config.json's quantization_config states it: the method as stated
+// (awq, gptq, bitsandbytes, fp8, compressed-tensors, mxfp4), the weights' format by its request
+// name (awq_4bit, gptq_4bit, nf4, int8, fp8, mxfp4, ...), its group size (0: the format's
+// default), fp8's scaling, and the modules it leaves unquantised (matched as parts of a tensor's
+// name, as transformers matches modules_to_not_convert).
+struct checkpoint_quantization {
+  std::string method;
+  std::string weights;
+  std::uint64_t group_size = 0;
+  bool fp8_per_tensor = false;
+  std::vector<std::string> unconverted;
+};
+
 struct model_spec {
   std::string model_type;    // config.json model_type
   std::string architecture;  // transformers class counted, e.g. LlamaForCausalLM
@@ -207,6 +220,9 @@ struct model_spec {
   std::vector<layer_spec> layers;
   std::vector<tensor_spec> tensors;   // registration order
   std::vector<std::string> warnings;  // how ambiguous or unknown input was read
+  // Set when the config.json has a quantization_config (model/quantization_config.cpp).
+  bool quantized_checkpoint = false;
+  checkpoint_quantization checkpoint;
   // Each block's tensors, as indices into `tensors` in registration order (index_block_tensors;
   // empty until then, and for_each_block_tensor scans instead).
   std::vector<std::vector<std::uint32_t>> block_tensors;
