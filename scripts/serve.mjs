@@ -15,9 +15,10 @@ const types = {
 };
 
 // The page's policy (the same as its <meta> tag, which cannot say frame-ancestors): the calculator
-// is not framed by other sites; embed.html is made to be.
+// is not framed by other sites; embed.html is made to be. The one other origin it may reach is
+// the Hugging Face Hub, for a config.json the user asks for (embed.html's own tag keeps 'self').
 const PAGE_POLICY = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; "
-  + "img-src 'self' data:; connect-src 'self'; worker-src 'self'; object-src 'none'; base-uri 'none'; "
+  + "img-src 'self' data:; connect-src 'self' https://huggingface.co; worker-src 'self'; object-src 'none'; base-uri 'none'; "
   + "form-action 'none'";
 const DOC_POLICY = "default-src 'self'; script-src 'none'; style-src 'self'; img-src 'self' data:; "
   + "object-src 'none'; base-uri 'none'; form-action 'none'";

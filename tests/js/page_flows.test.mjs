@@ -312,6 +312,65 @@ test('the time and cost of training so many tokens: the core\'s time for the cho
   await page.close();
 });
 
+test('a model that is not a preset: its config.json from the Hub on request, each failure said', async () => {
+  // A stand-in for the Hub's endpoint (no request leaves this machine): the page's real URL is
+  // routed to answers chosen per model. Not watched: this test's requests are the Hub's.
+  const page = await b.browser.newPage({ viewport: VIEWPORTS.laptop });
+  const asked = [];
+  const qwen = JSON.parse(readFileSync(`${repoRoot}presets/models/Qwen--Qwen2.5-7B.json`, 'utf8')).config;
+  const answers = {
+    'acme/Qwen-Tuned': { status: 200, body: JSON.stringify(qwen) },
+    'acme/Qwen-Tuned-AWQ': { status: 200, body: JSON.stringify({ ...qwen, quantization_config: { quant_method: 'awq', bits: 4, group_size: 128 } }) },
+    'acme/gated': { status: 401, body: '{"error":"Access to model acme/gated is restricted."}' },
+    'acme/missing': { status: 404, body: '{"error":"Repository Not Found"}' },
+  };
+  await page.route('https://huggingface.co/**', (route) => {
+    const url = route.request().url();
+    asked.push(url);
+    const id = url.slice('https://huggingface.co/'.length).replace('/resolve/main/config.json', '');
+    if (id === 'acme/offline') return route.abort('internetdisconnected');
+    const a = answers[id] ?? { status: 404, body: '{}' };
+    return route.fulfill({ status: a.status, contentType: 'application/json', body: a.body, headers: { 'access-control-allow-origin': '*' } });
+  });
+  await page.goto(`${b.origin}/`);
+  await settled(page);
+  assert.equal(asked.length, 0);  // nothing until asked
+  const fetchHub = async (id) => {
+    await page.fill('#gm-model', id);
+    await page.waitForSelector('#gm-model-list [data-hub]');
+    assert.match(await page.textContent('#gm-model-list [data-hub]'), /one request to huggingface\.co/);
+    await page.click('#gm-model-list [data-hub]');
+    await page.waitForFunction(() => !document.querySelector('.answer').dataset.pending && !/Fetching/.test(document.querySelector('.status').textContent));
+  };
+  await fetchHub('acme/Qwen-Tuned');
+  assert.equal(asked.at(-1), 'https://huggingface.co/acme/Qwen-Tuned/resolve/main/config.json');
+  await settled(page);
+  assert.match(await page.textContent('[data-testid=title]'), /acme\/Qwen-Tuned/);
+  const state = stateOf(page);
+  assert.equal(state.hub, 'acme/Qwen-Tuned');
+  assert.ok(state.cfg.length > 0);  // the config travels in the share link
+  // Remembered: asked again on a fresh visit, no second request (it answers offline).
+  const before = asked.length;
+  await page.goto(`${b.origin}/`);
+  await settled(page);
+  await fetchHub('acme/Qwen-Tuned');
+  await settled(page);
+  assert.equal(asked.length, before);
+  assert.match(await page.textContent('[data-testid=title]'), /acme\/Qwen-Tuned/);
+  // A quantised checkpoint is served as it is stored.
+  await page.click('.seg-option:has(input[value=inference])');
+  await settled(page);
+  await fetchHub('acme/Qwen-Tuned-AWQ');
+  await settled(page);
+  assert.match(await page.textContent('[data-testid=title]'), /served in AWQ 4-bit/);
+  for (const [id, said] of [['acme/gated', /gated on the Hub.*paste its config\.json/], ['acme/missing', /No such model on the Hub/],
+    ['acme/offline', /could not be reached/]]) {
+    await fetchHub(id);
+    assert.match(await page.textContent('[data-testid=error]'), said, id);
+  }
+  await page.close();
+});
+
 test('the compact embed shows the verdict and the chart within 600 px, and links to the full page', async () => {
   const page = b.watch(await b.browser.newPage({ viewport: VIEWPORTS.laptop }));
   await page.goto(`${b.origin}/embed.html?v=1&model=gpt2&gpu=t4&ft=full`);

@@ -10,6 +10,7 @@ import { escapeHtml, grouped } from './format.mjs';
 import { FIELD_LABELS, FORM_UNITS, formFieldOf } from './labels.mjs';
 import { modelPicker } from './model_picker.mjs';
 import { MAX_CONFIG_CODE, decodeConfig, encodeConfig } from './share.mjs';
+import { hubConfig } from './hub.mjs';
 import {
   candidateRequest, isEncoderDecoder, isLlmem, isServing, pricesOf, requestFor, servingSolves, withPrice, withTimeline,
 } from './state.mjs';
@@ -69,9 +70,26 @@ export function mountCalculator(root, { client, state, compact = false, onChange
       pasted = null;
       state.cfg = '';
       $('#gm-config').value = '';
-      edit('model', id);
+      edit('model', id, { hub: '' });
     },
+    onHub: (id) => fetchFromHub(id),
   });
+
+  // A model that is not a preset, on the user's request: its config.json from the Hub, read as
+  // a pasted one under its id (remembered, and carried in the share link).
+  async function fetchFromHub(id) {
+    status(`Fetching ${escapeHtml(id)}'s config.json from huggingface.co…`, 'busy');
+    try {
+      const config = await hubConfig(id);
+      const text = JSON.stringify(config, null, 2);
+      $('#gm-config').value = text;
+      await readPasted(text, id);
+    } catch (error) {
+      generation += 1;
+      delete $('.answer').dataset.pending;
+      showError({ field: 'model', message: error.message });
+    }
+  }
   const compare = compareSection($('.compare'), {
     client,
     context: () => ({ state, model: model(), gpus }),
@@ -253,8 +271,9 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     changed({ immediate });
   }
 
-  async function readPasted(textValue) {
+  async function readPasted(textValue, hubId = '') {
     $('.answer').dataset.pending = 'true';
+    state.hub = hubId;
     if (!textValue.trim()) {
       pasted = null;
       state.cfg = '';
@@ -272,7 +291,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
       $('#gm-config-error').hidden = false;
       return;
     }
-    pasted = { config, name: 'pasted config.json' };
+    pasted = { config, name: hubId || 'pasted config.json' };
     const code = await encodeConfig(config).catch(() => '');
     const share = $('#gm-config-share');
     share.hidden = code.length <= MAX_CONFIG_CODE;
@@ -321,7 +340,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     Object.assign(state, next);
     pasted = null;
     if (state.cfg) {
-      ready = decodeConfig(state.cfg).then((config) => { pasted = { config, name: 'pasted config.json' }; }, () => {
+      ready = decodeConfig(state.cfg).then((config) => { pasted = { config, name: state.hub || 'pasted config.json' }; }, () => {
         state.cfg = '';
         $('#gm-config-error').textContent = 'The link\'s config.json could not be read: it opens the preset instead.';
         $('#gm-config-error').hidden = false;

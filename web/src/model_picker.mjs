@@ -3,6 +3,7 @@
 // different models. Every word typed must appear in the preset's id, family, type or size
 // ("llama 70", "qwen3 moe", "8b instruct").
 import { billions, escapeHtml } from './format.mjs';
+import { isHubId } from './hub.mjs';
 
 const MAX_SHOWN = 80;
 
@@ -21,7 +22,7 @@ export function matches(models, query) {
   return models.filter((m) => words.every((w) => haystack(m).includes(w)));
 }
 
-export function modelPicker(root, { onPick }) {
+export function modelPicker(root, { onPick, onHub = () => {} }) {
   const input = root.querySelector('#gm-model');
   const list = root.querySelector('#gm-model-list');
   let models = [];
@@ -55,6 +56,12 @@ export function modelPicker(root, { onPick }) {
       + `<span>${escapeHtml(m.id)}</span> <small>${escapeHtml(billions(m.total_params))} · ${escapeHtml(m.family)}</small></li>`);
     if (!models.length) items.push('<li class="empty">Loading the presets…</li>');
     else if (!shown.length) items.push('<li class="empty">No preset matches: paste its config.json below.</li>');
+    // An id that is not a preset: its config.json from the Hub, on request.
+    const typed = query.trim();
+    if (isHubId(typed) && !shown.some((m) => m.id.toLowerCase() === typed.toLowerCase())) {
+      items.push(`<li role="option" id="gm-model-option-hub" data-hub="${escapeHtml(typed)}" aria-selected="false">`
+        + `<span>Fetch ${escapeHtml(typed)}'s config.json from the Hub</span> <small>one request to huggingface.co, for that file only</small></li>`);
+    }
     else if (shown.length > MAX_SHOWN) items.push(`<li class="empty">${shown.length - MAX_SHOWN} more: type more of the name</li>`);
     list.innerHTML = items.join('');
     list.hidden = false;
@@ -81,6 +88,12 @@ export function modelPicker(root, { onPick }) {
       if (count) highlight((active + step + count) % count);
     } else if (event.key === 'Enter') {
       event.preventDefault();
+      const typed = input.value.trim();
+      if (!list.hidden && !shown.length && isHubId(typed)) {
+        restore();
+        onHub(typed);
+        return;
+      }
       const choice = shown[active >= 0 ? active : 0];
       if (!list.hidden && choice && (active >= 0 || count === 1 || choice.id.toLowerCase() === input.value.trim().toLowerCase())) {
         pick(choice.id);
@@ -91,6 +104,13 @@ export function modelPicker(root, { onPick }) {
   });
   list.addEventListener('mousedown', (event) => event.preventDefault());  // keep the focus
   list.addEventListener('click', (event) => {
+    const hub = event.target.closest('[data-hub]');
+    if (hub) {
+      const id = hub.dataset.hub;
+      restore();
+      onHub(id);
+      return;
+    }
     const li = event.target.closest('[data-id]');
     if (li) pick(li.dataset.id);
   });

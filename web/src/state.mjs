@@ -10,6 +10,8 @@ export const FIELDS = {
   model: { default: 'meta-llama/Llama-3.1-8B' },
   // A pasted config.json, deflate-compressed and base64url-encoded (share.mjs); '' = none.
   cfg: { default: '' },
+  // The Hub id a config.json was fetched for ('' = pasted by hand): the name it answers under.
+  hub: { default: '' },
   gpu: { default: 'rtx-4090' },
   mem: { default: '' },  // custom GPU memory in GiB ('' = the preset's)
   bw: { default: '' },   // custom memory bandwidth in GB/s ('' = the preset's)
