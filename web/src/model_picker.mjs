@@ -59,7 +59,7 @@ export function modelPicker(root, { onPick, onHub = () => {} }) {
     // An id that is not a preset: its config.json from the Hub, on request.
     const typed = query.trim();
     if (isHubId(typed) && !shown.some((m) => m.id.toLowerCase() === typed.toLowerCase())) {
-      items.push(`<li role="option" id="gm-model-option-hub" data-hub="${escapeHtml(typed)}" aria-selected="false">`
+      items.push(`<li role="option" class="hub" id="gm-model-option-hub" data-hub="${escapeHtml(typed)}" aria-selected="false">`
         + `<span>Fetch ${escapeHtml(typed)}'s config.json from the Hub</span> <small>one request to huggingface.co, for that file only</small></li>`);
     }
     else if (shown.length > MAX_SHOWN) items.push(`<li class="empty">${shown.length - MAX_SHOWN} more: type more of the name</li>`);
