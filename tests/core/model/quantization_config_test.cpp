@@ -77,14 +77,19 @@ TEST_CASE("quantization_config: what gpumem cannot read is a coded error naming 
   }
 }
 
-json serve(const json& quantization, const json& extra = json::object()) {
-  json workload = {{"phase", "inference"}, {"seq_len", 1024}, {"new_tokens", 128}};
-  workload.update(extra);
+// An estimate of the quantised Qwen on one RTX 4090 with `workload`.
+json estimate(const json& quantization, const json& workload) {
   const json request = {{"command", "estimate"},
                         {"model", {{"config", qwen_7b(quantization)}}},
                         {"cluster", {{"gpu", "rtx-4090"}}},
                         {"workload", workload}};
   return json::parse(handle_request(request.dump()));
+}
+
+json serve(const json& quantization, const json& extra = json::object()) {
+  json workload = {{"phase", "inference"}, {"seq_len", 1024}, {"new_tokens", 128}};
+  workload.update(extra);
+  return estimate(quantization, workload);
 }
 
 TEST_CASE("a quantised checkpoint serves as it is stored; a contradicting format is refused") {
@@ -113,11 +118,7 @@ TEST_CASE("training over a quantised checkpoint: LoRA on a bitsandbytes base, el
                   const json& extra = json::object()) {
     json workload = {{"finetune", finetune}, {"seq_len", 512}, {"micro_batch", 1}};
     workload.update(extra);
-    const json request = {{"command", "estimate"},
-                          {"model", {{"config", qwen_7b(quantization)}}},
-                          {"cluster", {{"gpu", "rtx-4090"}}},
-                          {"workload", workload}};
-    return json::parse(handle_request(request.dump()));
+    return estimate(quantization, workload);
   };
   const json nf4 = {
       {"quant_method", "bitsandbytes"}, {"load_in_4bit", true}, {"bnb_4bit_quant_type", "nf4"}};
