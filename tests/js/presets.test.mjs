@@ -3,7 +3,8 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { repoRoot, sharedDir } from './paths.mjs';
+import { facadePath, repoRoot, sharedDir } from './paths.mjs';
+import { handCount } from './hand_count.mjs';
 
 const referencePath = `${sharedDir}reference/models.json`;
 const reference = existsSync(referencePath) ? JSON.parse(readFileSync(referencePath, 'utf8')) : null;
@@ -62,5 +63,25 @@ test('GPU presets: at least 20, every figure present and sourced', () => {
     for (const key of ['memory_bytes', 'flops', 'memory_bandwidth', 'link']) {
       assert.ok(g.sources[key]?.length > 10, `${g.id} source for ${key}`);
     }
+  }
+});
+
+// Every preset's parameter count, as the core counts it, against its model card's exact figure
+// where one is stated and against an independent count from the config alone (hand_count.mjs,
+// written from transformers' modeling files) for every preset.
+test('every preset: the core\'s parameter count equals the published figure and a hand count', async () => {
+  const { loadGpumem } = await import(facadePath);
+  const gpumem = await loadGpumem();
+  const counted = new Map(gpumem.models().map((m) => [m.id, m.total_params]));
+  for (const entry of index) {
+    const preset = JSON.parse(readFileSync(modelsDir + entry.file, 'utf8'));
+    const core = counted.get(entry.id);
+    assert.ok(Number.isInteger(core), entry.id);
+    if (preset.published_params !== null && preset.published_params !== undefined) {
+      assert.equal(core, preset.published_params, `${entry.id}: published count`);
+    }
+    const hand = handCount(preset.config);
+    assert.notEqual(hand, null, `${entry.id}: no hand count for model_type ${preset.config.model_type}`);
+    assert.equal(core, hand, `${entry.id}: hand count`);
   }
 });
