@@ -7,6 +7,7 @@
 
 #include "api/estimate_json.hpp"
 #include "api/inference_json.hpp"
+#include "api/json_text.hpp"
 #include "api/model_json.hpp"
 #include "api/model_resolver.hpp"
 #include "api/number_text.hpp"
@@ -56,7 +57,10 @@ struct syntax_error_reader : nlohmann::json_sax<json> {
 // The response text; a message quoting malformed user text gets U+FFFD for any invalid UTF-8
 // rather than an exception (which would abort the wasm module).
 std::string serialized(const ordered_json& out) {
-  return out.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  std::string text;
+  text.reserve(4096);
+  append_json_text(text, out);
+  return text;
 }
 
 // Text an error echoes from the request, cut to a readable length at a character's start (a 10 MB

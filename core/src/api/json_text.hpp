@@ -1,0 +1,15 @@
+#pragma once
+// An answer's tree written as compact JSON text, byte for byte what nlohmann's
+// dump(-1, ' ', false, error_handler_t::replace) writes, without its serializer's per-node
+// dispatch: plain ASCII strings (nearly all of an answer) are copied as they are, numbers go
+// through nlohmann's own shortest round-trip formatting, and anything else (a string with control
+// characters, non-ASCII or invalid UTF-8) is written by nlohmann itself.
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpumem {
+
+void append_json_text(std::string& out, const nlohmann::ordered_json& value);
+
+}  // namespace gpumem

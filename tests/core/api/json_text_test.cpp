@@ -1,0 +1,49 @@
+// The answers' JSON writer against nlohmann's own dump: the same bytes for every kind of value,
+// including the strings it hands back to nlohmann (escapes, non-ASCII, invalid UTF-8).
+
+#include <doctest/doctest.h>
+
+#include <limits>
+
+#include "api/json_text.hpp"
+
+namespace gpumem {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::string written(const json& value) {
+  std::string out;
+  append_json_text(out, value);
+  return out;
+}
+
+std::string dumped(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+TEST_CASE("the answers' JSON text is nlohmann's dump, byte for byte") {
+  json value = json::object();
+  value["null"] = nullptr;
+  value["flags"] = {true, false};
+  value["integers"] = {0, -1, 42, std::numeric_limits<std::int64_t>::min(),
+                       std::numeric_limits<std::int64_t>::max()};
+  value["unsigned"] = std::numeric_limits<std::uint64_t>::max();
+  value["floats"] = {0.0, -0.0, 1.0, 0.1, 1e-7, 2.297908367763175, 1e300, 123456789012345680.0,
+                     std::numeric_limits<double>::quiet_NaN(),
+                     std::numeric_limits<double>::infinity()};
+  value["plain"] = "Llama-3.1-8B on one RTX 4090: 24 GiB (fits)";
+  value["escapes"] = "quote \" backslash \\ tab \t newline \n bell \x07 delete \x7f";
+  value["utf-8"] = "≈ 1,594 tokens/s — Grüße";
+  value["invalid utf-8"] = std::string("cut \xE2\x89 here \xFF");
+  value["key \"quoted\""] = json::array();
+  value["nested"] = {{"empty", json::object()}, {"list", {json::object(), json::array(), "x"}}};
+  CHECK(written(value) == dumped(value));
+  for (const auto& [key, item] : value.items()) {
+    CAPTURE(key);
+    CHECK(written(item) == dumped(item));
+  }
+}
+
+}  // namespace
+}  // namespace gpumem
