@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/estimate_json.hpp"
+#include "api/json_text.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/inference/inference_solver.hpp"
 #include "gpumem/plan/inference_speed.hpp"
@@ -49,7 +50,7 @@ result<ordered_json> inference_estimate_json(const json& request, const model_sp
   const inference_ranks& r = ranks.value();
   const inference_estimate& worst = r.stages[r.worst];
 
-  ordered_json out;
+  ordered_json out = json_object(32);
   out["parallel"] = {{"method", read.value().method}, {"tp", c.tp_degree}, {"pp", c.pp_degree}};
   out["workload"] = workload_json(c);
   out["peak_bytes"] = peak_in(worst, metric, cluster.cuda_context_bytes);
@@ -144,7 +145,7 @@ result<ordered_json> inference_plan_json(const json& request, const model_spec& 
     if (!c.note.empty()) entry["note"] = c.note;
     candidates.push_back(std::move(entry));
   }
-  ordered_json out;
+  ordered_json out = json_object(32);
   out["workload"] = workload_json(read.value().config);
   out["choice"] = nullptr;
   if (plan.choice >= 0) {

@@ -123,7 +123,7 @@ std::string respond(const std::string& command, ordered_json result, const order
                               "] would pass 2^53 (9,007,199,254,740,992), beyond which counts are "
                               "not exact in JSON: use a smaller model or workload"});
   }
-  ordered_json out;
+  ordered_json out = json_object(5);
   out["api_version"] = api_version;
   out["ok"] = true;
   out["command"] = command;
@@ -208,7 +208,7 @@ std::string inference_estimate(const json& request, training_context& c) {
   auto fields = inference_estimate_json(request, c.model->spec, c.model->counts, c.cluster,
                                         metric.value(), c.settings.timeline_samples, c.warnings);
   if (!fields.ok()) return respond_error(fields.failure());
-  ordered_json result;
+  ordered_json result = json_object(32);
   result["mode"] = "detailed";
   result["metric"] = metric.value();
   result["model"] = model_identity(c);
@@ -260,7 +260,7 @@ std::string detailed_estimate(const json& request, training_context& c) {
   options.max_micro_batch = c.settings.max_micro_batch;
   auto fields = training_estimate_json(request, c.model->spec, c.cluster, options, c.warnings);
   if (!fields.ok()) return respond_error(fields.failure());
-  ordered_json result;
+  ordered_json result = json_object(32);
   result["mode"] = "detailed";
   result["metric"] = metric.value();
   result["model"] = model_identity(c);
@@ -292,7 +292,7 @@ std::string estimate_command(const json& request) {
                                    workload.value().seq_len, false)) {
     return respond_error(*e);
   }
-  auto model = prepare_llmem(c.model->spec);
+  const auto& model = c.model->llmem();
   if (!model.ok()) return respond_error(model.failure());
   auto fixed = llmem_fixed_terms(c.model->spec, model.value(), c.cluster, parallel.value(),
                                  workload.value().seq_len);
@@ -303,7 +303,7 @@ std::string estimate_command(const json& request) {
   const auto speed =
       estimate_step_time(c.model->spec, c.model->counts, c.cluster, fixed.value().parallel,
                          workload.value().micro_batch, workload.value().seq_len, c.settings.speed);
-  ordered_json result;
+  ordered_json result = json_object(32);
   result["mode"] = "llmem";
   result["metric"] = "device_used";
   result["model"] = model_identity(c);
@@ -384,7 +384,7 @@ std::string plan_command(const json& request) {
   if (detailed && is_inference(request)) {
     auto fields = inference_plan_json(request, c.model->spec, c.cluster, c.warnings);
     if (!fields.ok()) return respond_error(fields.failure());
-    ordered_json result;
+    ordered_json result = json_object(32);
     result["mode"] = "detailed";
     result["metric"] = "device_used";
     result["model"] = model_identity(c);

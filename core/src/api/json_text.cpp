@@ -49,6 +49,12 @@ void append_float(std::string& out, double value) {
 
 }  // namespace
 
+json json_object(std::size_t members) {
+  json out = json::object();
+  out.get_ref<json::object_t&>().reserve(members);
+  return out;
+}
+
 void append_json_text(std::string& out, const json& value) {
   switch (value.type()) {
     case json::value_t::null:

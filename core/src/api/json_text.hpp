@@ -12,4 +12,9 @@ namespace gpumem {
 
 void append_json_text(std::string& out, const nlohmann::ordered_json& value);
 
+// An empty object with room for `members` keys. nlohmann's ordered objects are vectors whose
+// entries (a const key and a value) are copied, not moved, when the vector grows: an answer
+// object that outgrew its capacity deep-copied every subtree already in it.
+nlohmann::ordered_json json_object(std::size_t members);
+
 }  // namespace gpumem

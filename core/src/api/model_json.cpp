@@ -1,5 +1,7 @@
 #include "api/model_json.hpp"
 
+#include "api/json_text.hpp"
+
 namespace gpumem {
 
 using nlohmann::ordered_json;
@@ -12,8 +14,8 @@ const char* stack_name(stack_kind stack) {
 
 ordered_json dimensions(const model_spec& s) {
   // Written key by key: nlohmann's initializer lists copy every nested value (a third of a
-  // params answer's time).
-  ordered_json out = ordered_json::object();
+  // params answer's time). Room for the identity keys an answer adds to it.
+  ordered_json out = json_object(32);
   out["model_type"] = s.model_type;
   out["architecture"] = s.architecture;
   out["kind"] = s.encoder_decoder ? "encoder-decoder" : (s.causal ? "decoder" : "encoder");
@@ -63,7 +65,7 @@ ordered_json dimensions(const model_spec& s) {
 
 ordered_json params_json(const model_spec& spec, const param_count& c) {
   const auto& g = c.groups;
-  ordered_json groups = ordered_json::object();
+  ordered_json groups = json_object(9);
   groups["embedding"]["token"] = g.token_embedding;
   groups["embedding"]["position"] = g.position_embedding;
   groups["attention"] = g.attention;
@@ -79,7 +81,7 @@ ordered_json params_json(const model_spec& spec, const param_count& c) {
   groups["vision"] = g.vision;
   ordered_json blocks = ordered_json::array();
   for (const auto& b : c.blocks) {
-    ordered_json& block = blocks.emplace_back(ordered_json::object());
+    ordered_json& block = blocks.emplace_back(json_object(10));
     block["stack"] = stack_name(b.stack);
     block["first"] = b.first;
     block["last"] = b.last;
@@ -91,7 +93,7 @@ ordered_json params_json(const model_spec& spec, const param_count& c) {
     block["norm"] = b.norm;
     block["total"] = b.total;
   }
-  ordered_json out = ordered_json::object();
+  ordered_json out = json_object(7);
   out["model"] = dimensions(spec);
   out["total_params"] = c.total;
   out["active_params"] = c.active;

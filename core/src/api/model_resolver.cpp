@@ -117,6 +117,11 @@ class model_cache {
 
 }  // namespace
 
+const result<llmem_model>& resolved_model::llmem() const {
+  if (!llmem_prepared) llmem_prepared.emplace(prepare_llmem(spec));
+  return *llmem_prepared;
+}
+
 result<std::shared_ptr<const resolved_model>> resolve_model(const json& request) {
   static thread_local model_cache cache;
   const auto found = request.find("model");

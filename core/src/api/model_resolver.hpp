@@ -6,9 +6,11 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/model/param_count.hpp"
+#include "gpumem/plan/llmem.hpp"
 #include "gpumem/result.hpp"
 
 namespace gpumem {
@@ -17,6 +19,9 @@ struct resolved_model {
   model_spec spec;
   param_count counts;
   nlohmann::ordered_json identity;  // id / name / source of the config
+  // LLMem's view of the model, prepared on the first LLMem request that names it.
+  const result<llmem_model>& llmem() const;
+  mutable std::optional<result<llmem_model>> llmem_prepared = std::nullopt;  // llmem()'s
 };
 
 result<std::shared_ptr<const resolved_model>> resolve_model(const nlohmann::ordered_json& request);

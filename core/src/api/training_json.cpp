@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/estimate_json.hpp"
+#include "api/json_text.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/parallel/gemini_placement.hpp"
 #include "gpumem/parallel/offload.hpp"
@@ -274,7 +275,7 @@ result<ordered_json> training_estimate_json(const json& request, const model_spe
   const job_replay& r = replay.value();
   const training_config& w = job.value().config;
   const training_estimate& e = r.stages[r.worst];
-  ordered_json out;
+  ordered_json out = json_object(32);
   out["parallel"] = parallel_json(request, job.value());
   out["workload"] = workload_json(spec, w);
   // Adapter targets that name no module of the model (PEFT skips them; the notes say so too).

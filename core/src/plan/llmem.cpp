@@ -42,8 +42,10 @@ std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / 
 }  // namespace
 
 std::uint64_t llmem_round(double bytes) {
-  // size_estimator.py: `if b % base != 0: b = int(b / base) * base + base`
-  if (std::fmod(bytes, two_mib) != 0.0) bytes = std::floor(bytes / two_mib) * two_mib + two_mib;
+  // size_estimator.py: `if b % base != 0: b = int(b / base) * base + base`. Dividing by 2^21
+  // and multiplying back are exact in binary floating point, so the test is fmod's, exactly.
+  const double whole = std::floor(bytes / two_mib) * two_mib;
+  if (whole != bytes) bytes = whole + two_mib;
   return static_cast<std::uint64_t>(bytes);
 }
 
@@ -96,6 +98,38 @@ result<llmem_model> prepare_llmem(const model_spec& spec) {
         "LLMem selects only nn.Linear and Embedding modules, so bare parameters "
         "(fused MoE experts) get no optimizer or parameter terms");
   }
+  return m;
+}
+
+llmem_model::chunk_memory llmem_model::chunks_at(std::uint64_t tp, std::uint64_t dp) const {
+  for (const auto& known : chunk_memories_) {
+    if (known.tp == tp && known.dp == dp) return known;
+  }
+  chunk_memory m;
+  m.tp = tp;
+  m.dp = dp;
+  std::vector<std::uint64_t> numels;
+  numels.reserve(parameters.size());
+  for (const auto& s : parameters) numels.push_back(s.tp_sharded ? s.numel / tp : s.numel);
+  const gemini_layout layout = gemini_chunk_layout(numels, dp);
+  // LLMem's Colossal-AI keeps chunks gathered when the DP degree is 1.
+  m.keep_gathered = layout.keep_gathered || dp == 1;
+  m.chunk_size_elements = layout.chunk_size;
+  m.chunk_count = layout.chunks.size();
+  caching_allocator allocator;
+  for (auto bytes : buffers) {
+    allocator.allocate(bytes);
+    m.model_buffers += bytes;
+  }
+  for (auto chunk : layout.chunks) {
+    const std::uint64_t shard = m.keep_gathered ? chunk : ceil_div(chunk, dp);
+    allocator.allocate(2 * shard);
+    allocator.allocate(4 * shard);
+    m.fp16_chunks += 2 * shard;
+    m.fp32_chunks += 4 * shard;
+  }
+  m.reserved = allocator.reserved();
+  chunk_memories_.push_back(m);
   return m;
 }
 
@@ -165,33 +199,16 @@ result<llmem_fixed> llmem_fixed_terms(const model_spec& spec, const llmem_model&
 
   // m_init: Gemini's fp16 and fp32 chunks (ZeroDDP._init_chunks registers both per parameter).
   f.dp_degree = method == parallel_method::cdp ? 1 : n / t;
-  std::vector<std::uint64_t> numels;
-  numels.reserve(model.parameters.size());
-  for (const auto& s : model.parameters) numels.push_back(s.tp_sharded ? s.numel / t : s.numel);
-  const gemini_layout layout = gemini_chunk_layout(numels, f.dp_degree);
-  // LLMem's Colossal-AI keeps chunks gathered when the DP degree is 1.
-  f.keep_gathered = layout.keep_gathered || f.dp_degree == 1;
-  f.chunk_size_elements = layout.chunk_size;
-  f.chunk_count = layout.chunks.size();
-
-  caching_allocator allocator;
-  std::uint64_t requested = 0;
-  for (auto bytes : model.buffers) {
-    allocator.allocate(bytes);
-    requested += bytes;
-    f.model_buffers += bytes;
-  }
-  for (auto chunk : layout.chunks) {
-    const std::uint64_t shard = f.keep_gathered ? chunk : ceil_div(chunk, f.dp_degree);
-    allocator.allocate(2 * shard);
-    allocator.allocate(4 * shard);
-    f.fp16_chunks += 2 * shard;
-    f.fp32_chunks += 4 * shard;
-  }
-  requested += f.fp16_chunks + f.fp32_chunks;
-  f.allocator_rounding = allocator.reserved() - requested;
+  const auto chunks = model.chunks_at(t, f.dp_degree);
+  f.keep_gathered = chunks.keep_gathered;
+  f.chunk_size_elements = chunks.chunk_size_elements;
+  f.chunk_count = chunks.chunk_count;
+  f.model_buffers = chunks.model_buffers;
+  f.fp16_chunks = chunks.fp16_chunks;
+  f.fp32_chunks = chunks.fp32_chunks;
+  f.allocator_rounding = chunks.reserved - (f.model_buffers + f.fp16_chunks + f.fp32_chunks);
   f.cuda_context = cluster.cuda_context_bytes;
-  f.m_init = f.cuda_context + allocator.reserved();
+  f.m_init = f.cuda_context + chunks.reserved;
   return f;
 }
 

@@ -39,9 +39,10 @@ TEST_CASE("the answers' JSON text is nlohmann's dump, byte for byte") {
   value["key \"quoted\""] = json::array();
   value["nested"] = {{"empty", json::object()}, {"list", {json::object(), json::array(), "x"}}};
   CHECK(written(value) == dumped(value));
-  for (const auto& [key, item] : value.items()) {
-    CAPTURE(key);
-    CHECK(written(item) == dumped(item));
+  for (const auto& member : value.items()) {
+    const std::string name = member.key();
+    CAPTURE(name);
+    CHECK(written(member.value()) == dumped(member.value()));
   }
 }
 

@@ -34,6 +34,25 @@ struct llmem_model {
   std::uint64_t logits_bytes = 2;      // 4 for CodeGen and GPT-Neo (fp32 logits)
   std::vector<std::uint64_t> buffers;  // model buffers on the GPU, bytes each (causal masks)
   std::vector<std::string> warnings;
+
+  // Gemini's chunks at one tensor-parallel and data-parallel degree, and what the caching
+  // allocator reserves for them and the buffers: derived from the model and the two degrees
+  // alone, so worked out once per pair (the planner asks for the same pairs again and again).
+  struct chunk_memory {
+    std::uint64_t tp = 0;
+    std::uint64_t dp = 0;
+    std::uint64_t chunk_size_elements = 0;
+    std::uint64_t chunk_count = 0;
+    bool keep_gathered = false;
+    std::uint64_t model_buffers = 0;
+    std::uint64_t fp16_chunks = 0;
+    std::uint64_t fp32_chunks = 0;
+    std::uint64_t reserved = 0;  // segments the allocator obtained for chunks and buffers
+  };
+  chunk_memory chunks_at(std::uint64_t tp, std::uint64_t dp) const;
+
+ private:
+  mutable std::vector<chunk_memory> chunk_memories_;  // one per degree pair asked for
 };
 
 result<llmem_model> prepare_llmem(const model_spec& spec);
