@@ -102,7 +102,7 @@ function gptNeox(c) {
   return c.vocab_size * H + c.num_hidden_layers * layer + 2 * H + (tied ? 0 : c.vocab_size * H);
 }
 
-// T5 (modeling_t5.py): a shared embedding, relative position buckets in each stack's first
+// T5 and mT5 (modeling_t5.py, modeling_mt5.py): a shared embedding, relative position buckets in each stack's first
 // layer, bias-free projections and RMS-style norms of d_model; v1.1 and Flan gate the MLP and
 // untie the LM head.
 function t5(c) {
@@ -282,7 +282,7 @@ export function handCount(config) {
     case 'opt': return opt(config);
     case 'bloom': return bloom(config);
     case 'gpt_neox': return gptNeox(config);
-    case 't5': return t5(config);
+    case 't5': case 'mt5': return t5(config);
     case 'codegen': return codegen(config);
     case 'biogpt': return biogpt(config);
     case 'gpt_bigcode': return gptBigcode(config);
