@@ -267,9 +267,10 @@ void parallel_rotary(config_reader& cfg, model_spec& spec, bool fused_qkv, bool 
 void build_codegen(config_reader& cfg, model_spec& spec) {
   spec.architecture = "CodeGenForCausalLM";
   // CodeGenForCausalLM casts the logits to fp32 (`lm_logits = self.lm_head(...).to(torch.float32)`;
-  // LLMem counts them with 4 bytes). PretrainedConfig's default tie_word_embeddings is true.
+  // LLMem counts them with 4 bytes). CodeGenConfig passes tie_word_embeddings=False by default
+  // (transformers configuration_codegen.py), as GPTJConfig does: a separate LM head.
   spec.logits_fp32 = true;
-  parallel_rotary(cfg, spec, true, true);
+  parallel_rotary(cfg, spec, true, false);
 }
 
 void build_gptj(config_reader& cfg, model_spec& spec) {

@@ -134,6 +134,22 @@ TEST_CASE("Qwen3, Qwen3-MoE and Gemma 3 text totals, by hand and by their model 
   CHECK(gemma3.active == gemma3.total - gemma3.groups.vision);
 }
 
+TEST_CASE("CodeGen without tie_word_embeddings keeps its own LM head (CodeGenConfig's default)") {
+  // codegen-350M's dimensions: 20 layers of 1024, vocabulary 51200, MLP 4096.
+  json config = {{"model_type", "codegen"}, {"n_embd", 1024},   {"n_layer", 20},
+                 {"n_head", 16},            {"vocab_size", 51200}, {"rotary_dim", 32}};
+  auto untied = parse_model_config(config, {}, "c");
+  REQUIRE(untied.ok());
+  config["tie_word_embeddings"] = true;
+  auto tied = parse_model_config(config, {}, "c");
+  REQUIRE(tied.ok());
+  CHECK_FALSE(untied.value().tied_embeddings);
+  // The separate head's 51200 x 1024 weights (its bias of 51200 is its own either way).
+  CHECK(count_params(untied.value()).value().total ==
+        count_params(tied.value()).value().total + 51200ULL * 1024);
+  CHECK(count_params(untied.value()).value().total == 356712448ULL);  // the preset's count
+}
+
 TEST_CASE("gpt-oss-20b, by hand and by its model card: sinks, biased experts, sliding layers") {
   auto spec = parse_model_config(test::read_json("tests/configs/gpt-oss-20b.json"), {}, "c");
   REQUIRE(spec.ok());
