@@ -13,6 +13,7 @@
 
 #include "gpumem/api/json_api.hpp"
 #include "table.hpp"
+#include "yaml_text.hpp"
 
 namespace {
 
@@ -313,20 +314,20 @@ bool training_request(const arguments& args, ordered_json& request) {
     return false;
   }
   auto it = args.options.find("model");
-  if (it == args.options.end()) {
+  if (it == args.options.end() && !args.options.count("from")) {
     fail(args.command + " needs --model <preset id | config.json path>");
     return false;
   }
   ordered_json model;
   std::string problem;
-  if (!model_reference(it->second, model, problem)) {
+  if (it != args.options.end() && !model_reference(it->second, model, problem)) {
     fail(problem);
     return false;
   }
   request["api_version"] = 1;
   request["command"] = args.command;
   if (args.options.count("mode")) request["mode"] = args.options.at("mode");
-  request["model"] = model;
+  if (it != args.options.end()) request["model"] = model;
   request["cluster"] = {{"gpu", option(args, "gpu", default_gpu)},
                         {"gpus", number_option(option(args, "gpus", "1"))}};
   if (args.options.count("gpus-per-node")) {
@@ -487,9 +488,9 @@ std::string verdict_text(const ordered_json& verdict) {
   return verdict == "fits" ? "yes" : verdict == "tight" ? "tight" : "no";
 }
 
-int estimate_command(const arguments& args) {
-  ordered_json request;
-  if (!training_request(args, request)) return bad_input;
+// An estimate request from the options (export takes the same).
+bool estimate_request(const arguments& args, ordered_json& request) {
+  if (!training_request(args, request)) return false;
   request["parallel"] = {{"method", option(args, "method", "single")}};
   if (args.options.count("tp")) request["parallel"]["tp"] = number_option(args.options.at("tp"));
   if (args.options.count("sequence-parallel")) request["parallel"]["sequence_parallel"] = true;
@@ -518,11 +519,109 @@ int estimate_command(const arguments& args) {
   }
   if (args.options.count("micro-batch")) {
     request["workload"]["micro_batch"] = number_option(args.options.at("micro-batch"));
-  } else if (!inference_phase(args) && !args.options.count("solve")) {
-    return fail("estimate needs --micro-batch B (or --solve max_batch)");
+  } else if (!inference_phase(args) && !args.options.count("solve") &&
+             !args.options.count("from")) {
+    fail(args.command + " needs --micro-batch B (or --solve max_batch)");
+    return false;
   }
   if (inference_phase(args) && !args.options.count("method")) request.erase("parallel");
   add_detailed_options(args, request);
+  return true;
+}
+
+// --from FILE: a launch file (a DeepSpeed config's JSON, a `vllm serve` line) read into the
+// request; the options given on the command line win over it, and the notes say where.
+bool from_file(const arguments& args, ordered_json& request) {
+  const std::string path = args.options.at("from");
+  std::string text;
+  if (!read_text(path, text)) {
+    fail("cannot read " + path);
+    return false;
+  }
+  const json tree = json::parse(text, nullptr, false);
+  std::string format = option(args, "format", "");
+  if (format.empty()) format = tree.is_object() ? "deepspeed" : "vllm";
+  // Only what the command line says overrides the file: drop the options' defaults.
+  ordered_json own = request;
+  own.erase("api_version");
+  own.erase("command");
+  if (!args.options.count("gpu")) own["cluster"].erase("gpu");
+  if (!args.options.count("gpus")) own["cluster"].erase("gpus");
+  if (!args.options.count("seq-len")) own["workload"].erase("seq_len");
+  if (own.contains("parallel") && !args.options.count("method")) own["parallel"].erase("method");
+  for (auto it = own.begin(); it != own.end();) {
+    it = it->is_object() && it->empty() ? own.erase(it) : std::next(it);
+  }
+  ordered_json import = {{"api_version", 1},
+                         {"command", "import"},
+                         {"format", format},
+                         {"file", format == "deepspeed" ? ordered_json(tree) : ordered_json(text)},
+                         {"request", own}};
+  ordered_json response;
+  if (!call(import, response)) return false;
+  const auto& r = response["result"];
+  for (const auto& g : r["ignored"])
+    std::cerr << "note: " << path << ": " << g["field"].get<std::string>() << " ignored ("
+              << g["reason"].get<std::string>() << ")\n";
+  for (const auto& g : r["assumed"])
+    std::cerr << "note: " << path << ": " << g["field"].get<std::string>() << " "
+              << g["reason"].get<std::string>() << "\n";
+  for (const auto& g : r["conflicts"])
+    std::cerr << "warning: " << path << ": " << g["field"].get<std::string>() << ": "
+              << g["reason"].get<std::string>() << "\n";
+  for (const auto& o : r["overridden"])
+    std::cerr << "note: " << o["field"].get<std::string>() << " is " << o["request"].dump()
+              << " (the command line), not the file's " << o["file"].dump() << "\n";
+  const std::string command = request["command"];
+  request = r["request"];
+  request["api_version"] = 1;
+  request["command"] = command;
+  // The GPU neither the file nor the command line names: the options' default.
+  if (!request["cluster"].contains("gpu")) request["cluster"]["gpu"] = default_gpu;
+  return true;
+}
+
+// export --format F: the setup's launch files and command.
+int export_command(const arguments& args) {
+  if (!args.options.count("format")) {
+    return fail("export needs --format deepspeed|accelerate|torchrun|transformers|vllm|llama_cpp");
+  }
+  ordered_json request;
+  if (!estimate_request(args, request)) return bad_input;
+  if (args.options.count("from") && !from_file(args, request)) return bad_input;
+  request["command"] = "export";
+  request["format"] = args.options.at("format");
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, request, r, code)) return code;
+  const std::string dir = option(args, "write", "");
+  for (const auto& f : r["files"]) {
+    const std::string name = f["name"];
+    const std::string body =
+        f["syntax"] == "yaml" ? gpumem::cli::yaml_text(f["content"]) : f["text"].get<std::string>();
+    if (dir.empty()) {
+      std::cout << "# " << name << "\n" << body << "\n";
+      continue;
+    }
+    std::ofstream out(dir + "/" + name, std::ios::binary);
+    if (!(out << body)) return fail("cannot write " + dir + "/" + name);
+    std::cout << "wrote " << dir << "/" << name << "\n";
+  }
+  if (r["command"].is_string())
+    std::cout << "# launch\n" << r["command"].get<std::string>() << "\n";
+  for (const auto& g : r["not_expressed"]) {
+    std::cerr << "note: not in this format: " << g["field"].get<std::string>() << " ("
+              << g["reason"].get<std::string>() << ")\n";
+  }
+  std::cerr << "note: the estimate of this setup: " << gib(r["estimate"]["peak_bytes"])
+            << " GiB per GPU, " << verdict_text(r["estimate"]["verdict"]) << "\n";
+  return 0;
+}
+
+int estimate_command(const arguments& args) {
+  ordered_json request;
+  if (!estimate_request(args, request)) return bad_input;
+  if (args.options.count("from") && !from_file(args, request)) return bad_input;
   ordered_json r;
   int code = 0;
   if (!answer(args, request, r, code)) return code;
@@ -724,6 +823,7 @@ int main(int argc, char** argv) {
   if (args.command == "run") return run_command(args);
   if (args.command == "estimate") return estimate_command(args);
   if (args.command == "plan") return plan_command(args);
+  if (args.command == "export") return export_command(args);
   if (args.command == "validate") return validate_command(args);
   return fail("unknown command '" + args.command + "'\n" + usage);
 }

@@ -2,6 +2,7 @@
 # Installs what gpumem needs to build and test, only where it is missing (safe to re-run).
 # On Debian/Ubuntu it uses apt-get; elsewhere it names the packages to install by hand:
 #   CMake >= 3.25, Ninja, a C++17 compiler, clang-format, Emscripten 3.1.x, doctest 2.4, nlohmann/json 3.10+,
+#   libyaml (the CLI's YAML launch files),
 #   Node.js >= 18 with npm, Python 3 (the measurement tool's tests), and Chromium (page tests);
 #   clang's libFuzzer runtime where clang is there (scripts/fuzz.sh).
 set -euo pipefail
@@ -16,6 +17,7 @@ command -v clang-format >/dev/null || missing+=(clang-format)
 command -v emcc >/dev/null || missing+=(emscripten)
 [ -f /usr/include/doctest/doctest.h ] || missing+=(doctest-dev)
 [ -f /usr/include/nlohmann/json.hpp ] || missing+=(nlohmann-json3-dev)
+[ -f /usr/include/yaml.h ] || missing+=(libyaml-dev)
 command -v python3 >/dev/null || missing+=(python3)
 command -v node >/dev/null || missing+=(nodejs)
 command -v npm >/dev/null || missing+=(npm)

@@ -8,6 +8,7 @@
 #include "api/estimate_json.hpp"
 #include "api/inference_json.hpp"
 #include "api/json_text.hpp"
+#include "api/launch/launch_commands.hpp"
 #include "api/model_json.hpp"
 #include "api/model_resolver.hpp"
 #include "api/number_text.hpp"
@@ -530,15 +531,63 @@ std::string gpus_command(const json& request) {
   return respond("gpus", gpu_presets(), ordered_json::array());
 }
 
+// export: the estimate request's setup as a launch format's files and command (it must
+// estimate: the answer carries the estimate's peak and verdict).
+std::string export_command(const json& request) {
+  auto format = read_launch_format(request);
+  if (!format.ok()) return respond_error(format.failure());
+  json estimate_request = request;
+  estimate_request.erase("format");
+  estimate_request["command"] = "estimate";
+  if (read_mode(estimate_request).ok() && read_mode(estimate_request).value() == "llmem") {
+    return respond_error({"request.invalid_value", "mode",
+                          "[mode] export writes what the detailed estimator estimates; LLMem "
+                          "mode reproduces the paper's Colossal-AI runs"});
+  }
+  if (request.contains("solve")) {
+    return respond_error({"request.invalid_value", "solve",
+                          "[solve] export writes one setup: solve first, then export the "
+                          "micro-batch or length found"});
+  }
+  const json estimate = json::parse(estimate_command(estimate_request), nullptr, false);
+  if (!estimate.value("ok", false)) return serialized(estimate);
+  auto context = read_training(estimate_request);
+  if (!context.ok()) return respond_error(context.failure());
+  auto& c = context.value();
+  auto answer =
+      export_answer(estimate_request, format.value(), *c.model, c.cluster, estimate.at("result"));
+  if (!answer.ok()) return respond_error(answer.failure());
+  return respond("export", std::move(answer.value()), estimate.at("warnings"));
+}
+
+// import: a launch file (`file`: a DeepSpeed config's JSON, a `vllm serve` line) read into the
+// estimate request it describes, `request`'s own fields over it.
+std::string import_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "format", "file", "request"})) {
+    return respond_error(*e);
+  }
+  std::uint64_t hidden = 0;
+  const json& own = member_object(request, "request");
+  if (own.is_object() && own.contains("model")) {
+    auto model = resolve_model(own);
+    if (!model.ok()) return respond_error(model.failure());
+    hidden = model.value()->spec.hidden_size;
+  }
+  auto answer = import_answer(request, hidden);
+  if (!answer.ok()) return respond_error(answer.failure());
+  return respond("import", std::move(answer.value()), ordered_json::array());
+}
+
 std::string version_command(const json& request) {
   if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   ordered_json types = supported_model_types();
-  return respond(
-      "version",
-      {{"api_version", api_version},
-       {"commands", {"params", "estimate", "plan", "validate", "models", "gpus", "version"}},
-       {"model_types", types}},
-      ordered_json::array());
+  return respond("version",
+                 {{"api_version", api_version},
+                  {"commands",
+                   {"params", "estimate", "plan", "export", "import", "validate", "models", "gpus",
+                    "version"}},
+                  {"model_types", types}},
+                 ordered_json::array());
 }
 
 }  // namespace
@@ -627,14 +676,14 @@ std::string handle_request(const std::string& request_json) {
                           "[api_version] must be 1, got " + request.at("api_version").dump()});
   }
   if (!request.contains("command") || request.at("command").is_null()) {
-    return respond_error(
-        {"request.missing_field", "command",
-         "[command] is required: one of params, estimate, plan, validate, models, gpus, version"});
+    return respond_error({"request.missing_field", "command",
+                          "[command] is required: one of params, estimate, plan, export, import, "
+                          "validate, models, gpus, version"});
   }
   if (!request.at("command").is_string()) {
     return respond_error({"request.invalid_type", "command",
-                          "[command] must be a string: one of params, estimate, plan, validate, "
-                          "models, gpus, version"});
+                          "[command] must be a string: one of params, estimate, plan, export, "
+                          "import, validate, models, gpus, version"});
   }
   const std::string command = request.at("command").get<std::string>();
   // null on an optional field means the field is absent (its default); on a required one, that
@@ -647,10 +696,12 @@ std::string handle_request(const std::string& request_json) {
   if (command == "estimate") return estimate_command(request);
   if (command == "plan") return plan_command(request);
   if (command == "validate") return validate_command(request);
-  return respond_error(
-      {"request.unknown_command", "command",
-       "[command] must be one of params, estimate, plan, validate, models, gpus, version; got '" +
-           command + "'"});
+  if (command == "export") return export_command(request);
+  if (command == "import") return import_command(request);
+  return respond_error({"request.unknown_command", "command",
+                        "[command] must be one of params, estimate, plan, export, import, "
+                        "validate, models, gpus, version; got '" +
+                            command + "'"});
 }
 
 }  // namespace gpumem

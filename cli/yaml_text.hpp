@@ -1,0 +1,13 @@
+#pragma once
+// A JSON tree written as YAML by libyaml's emitter (Debian's libyaml-dev): block style, keys in
+// order, and a string quoted wherever YAML 1.1 would read it as something else ('no', '1.0').
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace gpumem::cli {
+
+// The YAML text, or "" when the emitter fails (it does not for a JSON tree).
+std::string yaml_text(const nlohmann::ordered_json& tree);
+
+}  // namespace gpumem::cli

@@ -1,0 +1,94 @@
+#pragma once
+// From an estimated setup to the files and command that launch it, and from a user's launch
+// file back to a request (docs/api.md, `export` and `import`). Each format's keys follow its
+// project's documentation or source at the release named beside the mapping. Trees, not text:
+// the CLI and the page write them as JSON, YAML or Python with their own kept libraries.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/request_reader.hpp"
+#include "gpumem/model/model_spec.hpp"
+#include "gpumem/result.hpp"
+#include "gpumem/runtime/hardware.hpp"
+
+namespace gpumem {
+
+// The setup an export writes, read and checked as an estimate reads it.
+struct launch_setup {
+  std::string model_id;  // the Hub id (a preset's, a config's name), or "" for a pasted config
+  const model_spec* spec = nullptr;
+  cluster_spec cluster;
+  bool inference = false;
+  // Training:
+  training_config training;
+  training_parallel parallel;
+  std::string method;  // parallel.method as the request names it
+  // Serving:
+  inference_request serving;
+  std::string kv_dtype;  // workload.kv_cache.dtype as read (bf16, fp16, fp32, fp8, int8)
+};
+
+// A written file: its name, how it is written (json, yaml, python: the content's keys are the
+// objects to construct, each with its keyword arguments) and its content as a tree.
+struct launch_file {
+  std::string name;
+  std::string syntax;
+  nlohmann::ordered_json content;
+};
+
+// What a format cannot say about the setup, by request field, and why (with where it is said
+// instead).
+struct launch_gap {
+  std::string field;
+  std::string reason;
+};
+
+struct launch_output {
+  std::vector<launch_file> files;
+  std::string command;  // the launch line, if the format has one
+  std::vector<launch_gap> not_expressed;
+};
+
+// The formats `export` writes, and those it does not write yet (named in its refusal).
+inline constexpr const char* launch_formats[] = {"deepspeed",    "accelerate", "torchrun",
+                                                 "transformers", "vllm",       "llama_cpp"};
+inline constexpr const char* launch_formats_planned[] = {"axolotl", "torchtune", "litgpt"};
+
+// The format's files and launch line for `setup`, or request.invalid_value naming the field the
+// format cannot run (a method it lacks, a framework other than its own).
+result<launch_output> export_training(const launch_setup& setup, const std::string& format);
+result<launch_output> export_serving(const launch_setup& setup, const std::string& format);
+// The transformers/PEFT/bitsandbytes arguments (export_training's "transformers").
+result<launch_output> export_transformers(const launch_setup& setup);
+
+// `import`: a launch file read back into request fields. `fields` holds the request's members
+// the file sets (model, cluster, parallel, workload: merged under the caller's own request,
+// which wins); `ignored` the file's keys gpumem does not model, with why; `conflicts` where
+// the file contradicts itself.
+struct launch_import {
+  nlohmann::ordered_json fields = nlohmann::ordered_json::object();
+  std::vector<launch_gap> ignored;
+  std::vector<launch_gap> conflicts;
+  std::vector<launch_gap> assumed;  // how a key was read where the file leaves room
+};
+
+// A DeepSpeed config (its JSON as a tree); `hidden_size` fills the HF integration's "auto"
+// bucket sizes (0: none known).
+result<launch_import> import_deepspeed(const nlohmann::ordered_json& config,
+                                       std::uint64_t hidden_size);
+// The transformers export's content as the Python that builds it (launch_python.cpp).
+std::string python_text(const nlohmann::ordered_json& content, const std::string& model_id);
+
+// A `vllm serve` command line.
+result<launch_import> import_vllm(const std::string& line);
+
+// A command line split into words as a POSIX shell splits it (quotes and backslashes; no
+// expansions): request.invalid_value for an unterminated quote.
+result<std::vector<std::string>> shell_words(const std::string& line, const std::string& field);
+// Words joined into a line a shell reads back as the same words.
+std::string shell_line(const std::vector<std::string>& words);
+
+}  // namespace gpumem

@@ -1,0 +1,248 @@
+// From an estimate to its launch files and back: every exported DeepSpeed config and `vllm
+// serve` line, imported under the fields a launch file does not hold, estimates the same peak
+// as the setup it came from; formats refuse what they cannot run, naming the field.
+
+#include "api/launch/launch.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "gpumem/api/json_api.hpp"
+#include "test_files.hpp"
+
+namespace gpumem {
+namespace {
+
+using nlohmann::json;
+using test::call;
+
+json training(const json& parallel, const json& workload, std::uint64_t gpus = 8) {
+  json w = {{"micro_batch", 2}, {"seq_len", 1024}};
+  w.update(workload);
+  return {{"command", "estimate"},
+          {"model", "meta-llama/Llama-3.2-1B"},
+          {"cluster", {{"gpu", "a100-sxm4-80gb"}, {"gpus", gpus}}},
+          {"parallel", parallel},
+          {"workload", w}};
+}
+
+json exported(json request, const std::string& format) {
+  request["command"] = "export";
+  request["format"] = format;
+  return call(request);
+}
+
+// What a DeepSpeed config does not hold: the model, the GPUs, the sequence and the model's side.
+json not_in_deepspeed(const json& request) {
+  json own = {{"model", request.at("model")}, {"cluster", request.at("cluster")}};
+  json workload = {{"seq_len", request.at("workload").at("seq_len")}};
+  for (const char* key : {"finetune", "grad_ckpt", "optimizer"}) {
+    if (request.at("workload").contains(key)) workload[key] = request.at("workload").at(key);
+  }
+  own["workload"] = workload;
+  return own;
+}
+
+TEST_CASE("a DeepSpeed config round-trips: the same request fields and the same peak") {
+  int checked = 0;
+  for (const char* method : {"zero1", "zero2", "zero3"}) {
+    for (const json& offload : {json::object(), json{{"optimizer", "cpu"}},
+                                json{{"optimizer", "nvme"}, {"params", "nvme"}}}) {
+      if (offload.contains("params") && std::string(method) != "zero3") continue;
+      for (const char* compute : {"amp_bf16", "amp_fp16", "fp32"}) {
+        for (const json& kind :
+             {json{{"finetune", "full"}}, json{{"finetune", "lora"}, {"grad_ckpt", true}}}) {
+          json parallel = {{"method", method}};
+          if (!offload.empty()) parallel["offload"] = offload;
+          json workload = kind;
+          workload["compute"] = compute;
+          workload["grad_accumulation"] = 4;
+          const json request = training(parallel, workload);
+          const json original = call(request);
+          REQUIRE(original.value("ok", false));
+          const json out = exported(request, "deepspeed");
+          CAPTURE(request.dump());
+          REQUIRE(out.value("ok", false));
+          const json& file = out.at("result").at("files").at(0);
+          CHECK(file.at("name") == "ds_config.json");
+          CHECK(json::parse(file.at("text").get<std::string>()) == file.at("content"));
+          const json back = call({{"command", "import"},
+                                  {"format", "deepspeed"},
+                                  {"file", file.at("content")},
+                                  {"request", not_in_deepspeed(request)}});
+          REQUIRE(back.value("ok", false));
+          CHECK(back.at("result").at("conflicts").empty());
+          CHECK(back.at("result").at("ignored").empty());
+          json again = back.at("result").at("request");
+          CHECK(again.at("parallel").at("method") == method);
+          CHECK(again.at("workload").at("micro_batch") == 2);
+          CHECK(again.at("workload").at("grad_accumulation") == 4);
+          CHECK(again.at("workload").at("compute") == compute);
+          again["command"] = "estimate";
+          const json estimate = call(again);
+          REQUIRE(estimate.value("ok", false));
+          CHECK(estimate.at("result").at("peak_bytes") == original.at("result").at("peak_bytes"));
+          CHECK(out.at("result").at("estimate").at("peak_bytes") ==
+                original.at("result").at("peak_bytes"));
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 42);
+}
+
+TEST_CASE("a vllm serve line round-trips under the requests' own lengths") {
+  int checked = 0;
+  for (const json& layout : {json{{"gpus", 1}}, json{{"gpus", 2}, {"method", "tensor_parallel"}},
+                             json{{"gpus", 2}, {"method", "pipeline"}}}) {
+    for (const char* weights : {"bf16", "fp8", "nf4"}) {
+      for (const char* kv : {"bf16", "fp8"}) {
+        json request = {{"command", "estimate"},
+                        {"model", "meta-llama/Llama-3.1-8B"},
+                        {"cluster", {{"gpu", "h100-sxm"}, {"gpus", layout.at("gpus")}}},
+                        {"workload",
+                         {{"phase", "inference"},
+                          {"framework", "vllm"},
+                          {"weights", weights},
+                          {"micro_batch", 8},
+                          {"seq_len", 3000},
+                          {"new_tokens", 200},
+                          {"kv_cache", {{"dtype", kv}, {"gpu_memory_utilization", 0.85}}}}}};
+        if (layout.contains("method")) request["parallel"] = {{"method", layout.at("method")}};
+        const json original = call(request);
+        CAPTURE(request.dump());
+        REQUIRE(original.value("ok", false));
+        const json out = exported(request, "vllm");
+        REQUIRE(out.value("ok", false));
+        const std::string line = out.at("result").at("command");
+        CHECK(line.find("--max-model-len 3200") != std::string::npos);
+        const json back =
+            call({{"command", "import"},
+                  {"format", "vllm"},
+                  {"file", line},
+                  {"request",
+                   {{"cluster", {{"gpu", "h100-sxm"}}},
+                    {"workload", {{"micro_batch", 8}, {"seq_len", 3000}, {"new_tokens", 200}}}}}});
+        REQUIRE(back.value("ok", false));
+        CHECK(back.at("result").at("conflicts").empty());
+        json again = back.at("result").at("request");
+        CHECK(again.at("model") == "meta-llama/Llama-3.1-8B");
+        again["command"] = "estimate";
+        const json estimate = call(again);
+        REQUIRE(estimate.value("ok", false));
+        CHECK(estimate.at("result").at("peak_bytes") == original.at("result").at("peak_bytes"));
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 18);
+}
+
+TEST_CASE("the training formats write what their projects read") {
+  // accelerate's FSDP plugin: the sharding strategy, the offload and checkpointing in its section.
+  const json fsdp = exported(
+      training({{"method", "fsdp_full_shard"},
+                {"offload", {{"params", "cpu"}, {"optimizer", "cpu"}, {"gradients", "cpu"}}}},
+               {{"grad_ckpt", true}}, 16),
+      "accelerate");
+  REQUIRE(fsdp.value("ok", false));
+  const json& yaml = fsdp.at("result").at("files").at(0);
+  CHECK(yaml.at("syntax") == "yaml");
+  const json& config = yaml.at("content");
+  CHECK(config.at("distributed_type") == "FSDP");
+  CHECK(config.at("num_processes") == 16);
+  CHECK(config.at("fsdp_config").at("fsdp_sharding_strategy") == "FULL_SHARD");
+  CHECK(config.at("fsdp_config").at("fsdp_offload_params") == true);
+  CHECK(config.at("fsdp_config").at("fsdp_activation_checkpointing") == true);
+  // QLoRA's arguments: bitsandbytes' 4-bit config, PEFT's LoRA, the Trainer's optimizer.
+  const json qlora = exported(training({{"method", "single"}},
+                                       {{"finetune", "lora"},
+                                        {"weights", "nf4_double_quant"},
+                                        {"optimizer", "adamw_8bit"},
+                                        {"lora", {{"r", 16}, {"targets", "all-linear"}}}},
+                                       1),
+                              "transformers");
+  REQUIRE(qlora.value("ok", false));
+  const json& py = qlora.at("result").at("files").at(0);
+  CHECK(py.at("content").at("BitsAndBytesConfig").at("bnb_4bit_use_double_quant") == true);
+  CHECK(py.at("content").at("LoraConfig").at("target_modules") == "all-linear");
+  CHECK(py.at("content").at("TrainingArguments").at("optim") == "adamw_bnb_8bit");
+  const std::string text = py.at("text");
+  CHECK(text.find("BitsAndBytesConfig(\n    load_in_4bit=True,") != std::string::npos);
+  CHECK(text.find("torch_dtype=torch.bfloat16") != std::string::npos);
+}
+
+TEST_CASE("a format refuses what it cannot run, naming the field") {
+  const auto refused = [](const json& answer) {
+    REQUIRE_FALSE(answer.value("ok", true));
+    return answer.at("error");
+  };
+  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "deepspeed")).at("field") ==
+        "parallel.method");
+  CHECK(refused(exported(training({{"method", "zero2"}}, {{"compute", "pure_bf16"}}), "deepspeed"))
+            .at("field") == "workload.compute");
+  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "vllm")).at("field") ==
+        "format");
+  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "axolotl"))
+            .at("message")
+            .get<std::string>()
+            .find("not written yet") != std::string::npos);
+  const json transformers_serving = {{"command", "estimate"},
+                                     {"model", "meta-llama/Llama-3.1-8B"},
+                                     {"cluster", {{"gpu", "h100-sxm"}}},
+                                     {"workload", {{"phase", "inference"}, {"micro_batch", 1}}}};
+  CHECK(refused(exported(transformers_serving, "vllm")).at("field") == "workload.framework");
+  // A request the estimate refuses is refused as the estimate refuses it.
+  CHECK(refused(exported(training({{"method", "zero2"}}, {{"micro_batch", 0}}), "deepspeed"))
+            .at("field") == "workload.micro_batch");
+}
+
+TEST_CASE("a malformed launch file is an answer, never an exception") {
+  for (const json& file :
+       {json("text"), json::array(), json{{"zero_optimization", "x"}},
+        json{{"zero_optimization", {{"stage", "3"}}}},
+        json{{"zero_optimization", {{"stage", 3}, {"offload_optimizer", {{"device", 5}}}}}},
+        json{{"zero_optimization", {{"stage", 2}, {"reduce_bucket_size", "auto"}}}},
+        json{{"optimizer", {{"type", 5}}}}, json{{"bf16", true}, {"fp16", {{"enabled", "yes"}}}},
+        json{{"train_micro_batch_size_per_gpu", -1}, {"zero_optimization", {{"stage", 1}}}},
+        json{{"train_batch_size", "x"}, {"zero_optimization", {{"stage", 1}}}}}) {
+    for (const json& own : {json::object(), json("x"), json{{"workload", {{"micro_batch", "2"}}}},
+                            json{{"model", 7}}}) {
+      CAPTURE(file.dump());
+      CAPTURE(own.dump());
+      const json answer =
+          call({{"command", "import"}, {"format", "deepspeed"}, {"file", file}, {"request", own}});
+      CHECK(answer.is_object());
+      CHECK(answer.contains("ok"));
+    }
+  }
+  for (const json& file : {json(5), json(""), json("vllm serve"), json("vllm serve 'm"),
+                           json("vllm serve m --tensor-parallel-size -3 --max-model-len x"),
+                           json("vllm serve m --max-model-len 99999999999999999999")}) {
+    CAPTURE(file.dump());
+    const json answer = call({{"command", "import"}, {"format", "vllm"}, {"file", file}});
+    CHECK(answer.is_object());
+    CHECK(answer.contains("ok"));
+  }
+}
+
+TEST_CASE("command lines split as a shell splits them, and join back") {
+  const auto words = shell_words(R"(vllm serve 'my org/model' --x "a \"b\"" c\ d)", "file");
+  REQUIRE(words.ok());
+  CHECK(words.value() ==
+        std::vector<std::string>{"vllm", "serve", "my org/model", "--x", "a \"b\"", "c d"});
+  const auto again = shell_words(shell_line(words.value()), "file");
+  REQUIRE(again.ok());
+  CHECK(again.value() == words.value());
+  CHECK_FALSE(shell_words("vllm serve 'open", "file").ok());
+  const auto imported = import_vllm("vllm serve org/m --tensor-parallel-size 2 --unknown-flag 3");
+  REQUIRE(imported.ok());
+  CHECK(imported.value().fields.at("cluster").at("gpus") == 2);
+  CHECK(imported.value().ignored.size() == 1);
+}
+
+}  // namespace
+}  // namespace gpumem
