@@ -88,6 +88,13 @@ Usage:
                                                the fastest method that fits, and its batch size,
                                                and the changes that would fit or run faster;
                                                with --phase inference the fewest GPUs that serve
+  gpumem export --format deepspeed|accelerate|torchrun|transformers|vllm|llama_cpp
+                  [the estimate options above] [--write DIR] [--json]
+                                               the files and the command that launch the
+                                               estimated setup (printed, or written to DIR)
+  gpumem estimate|export --from FILE [--format deepspeed|vllm] [options]
+                                               read a DeepSpeed config (JSON) or a `vllm serve`
+                                               line into the request; options given win over it
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
   gpumem run --request FILE|-                  answer any API request (docs/api.md)

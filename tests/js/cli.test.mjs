@@ -2,7 +2,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cliPath, readPresets } from './paths.mjs';
@@ -367,4 +367,75 @@ test('the page\'s "copy CLI command" gives the same answer as its JSON request',
     const peak = (r) => (r.choice ? r.choice.peak_bytes : r.peak_bytes);
     assert.equal(peak(b), peak(a), `${query}: ${cliFor(request)}`);
   }
+});
+
+// The launch files, written by `export --write` and parsed back with the libraries their users'
+// tools read them with (JSON, YAML via npm's yaml): the documented keys of each project.
+test('export writes launch files their tools parse, with the documented keys', async () => {
+  const { parse } = await import('yaml');
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-export-'));
+  const setup = ['--model', 'meta-llama/Llama-3.1-8B', '--gpu', 'a100-sxm4-80gb', '--gpus', '16',
+    '--gpus-per-node', '8', '--method', 'zero3', '--offload-optimizer', 'nvme', '--offload-params', 'nvme',
+    '--micro-batch', '2', '--seq-len', '2048', '--grad-accumulation', '8'];
+  const ds = gpumem(['export', '--format', 'deepspeed', ...setup, '--write', dir]);
+  assert.equal(ds.status, 0, ds.stderr);
+  assert.match(ds.stdout, /deepspeed --num_gpus 8 --num_nodes 2 --hostfile hostfile train\.py --deepspeed ds_config\.json/);
+  const config = JSON.parse(readFileSync(join(dir, 'ds_config.json'), 'utf8'));
+  // deepspeed/runtime/config.py and zero/config.py (DeepSpeed 0.16): the keys DeepSpeed reads.
+  const dsKeys = new Set(['train_batch_size', 'train_micro_batch_size_per_gpu', 'gradient_accumulation_steps',
+    'bf16', 'fp16', 'zero_optimization', 'optimizer']);
+  for (const key of Object.keys(config)) assert.ok(dsKeys.has(key), key);
+  assert.equal(config.train_batch_size, 2 * 8 * 16);
+  const zeroKeys = new Set(['stage', 'reduce_bucket_size', 'stage3_prefetch_bucket_size',
+    'stage3_param_persistence_threshold', 'offload_optimizer', 'offload_param']);
+  for (const key of Object.keys(config.zero_optimization)) assert.ok(zeroKeys.has(key), key);
+  assert.deepEqual(config.zero_optimization.offload_param, { device: 'nvme', pin_memory: true, nvme_path: '/local_nvme' });
+
+  const acc = gpumem(['export', '--format', 'accelerate', ...setup.slice(0, 14), '--micro-batch', '2', '--write', dir]);
+  assert.equal(acc.status, 0, acc.stderr);
+  const yaml = parse(readFileSync(join(dir, 'accelerate_config.yaml'), 'utf8'));
+  // accelerate/commands/config/config_args.py (accelerate 1.2): ClusterConfig's keys.
+  const accelerateKeys = new Set(['compute_environment', 'distributed_type', 'deepspeed_config', 'fsdp_config',
+    'machine_rank', 'main_process_ip', 'main_process_port', 'main_training_function', 'mixed_precision',
+    'num_machines', 'num_processes', 'rdzv_backend', 'same_network', 'use_cpu']);
+  for (const key of Object.keys(yaml)) assert.ok(accelerateKeys.has(key), key);
+  assert.equal(yaml.distributed_type, 'DEEPSPEED');
+  assert.equal(yaml.num_machines, 2);
+  assert.equal(yaml.deepspeed_config.zero_stage, 3);
+  assert.equal(yaml.deepspeed_config.offload_param_device, 'nvme');
+  // YAML 1.1 would read a bare no as false: accelerate's 'no' stays a string.
+  const fp32 = gpumem(['export', '--format', 'accelerate', '--model', 'gpt2', '--gpus', '2', '--method', 'ddp',
+    '--micro-batch', '2', '--compute', 'fp32']);
+  assert.equal(fp32.status, 0, fp32.stderr);
+  assert.equal(parse(fp32.stdout.split('# launch')[0].replace(/^# .*\n/, '')).mixed_precision, 'no');
+});
+
+test('estimate --from reads a DeepSpeed config and a vllm serve line into the same estimate', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-from-'));
+  const setup = ['--model', 'meta-llama/Llama-3.2-1B', '--gpus', '4', '--seq-len', '1024'];
+  const direct = gpumem(['estimate', ...setup, '--method', 'zero2', '--micro-batch', '4', '--grad-accumulation', '2', '--json']);
+  assert.equal(direct.status, 0, direct.stderr);
+  assert.equal(gpumem(['export', '--format', 'deepspeed', ...setup, '--method', 'zero2', '--micro-batch', '4',
+    '--grad-accumulation', '2', '--write', dir]).status, 0);
+  const back = gpumem(['estimate', '--from', join(dir, 'ds_config.json'), ...setup, '--json']);
+  assert.equal(back.status, 0, back.stderr);
+  assert.equal(JSON.parse(back.stdout).peak_bytes, JSON.parse(direct.stdout).peak_bytes);
+  // The command line wins over the file, and says so.
+  const over = gpumem(['estimate', '--from', join(dir, 'ds_config.json'), ...setup, '--micro-batch', '1']);
+  assert.equal(over.status, 0, over.stderr);
+  assert.match(over.stderr, /workload\.micro_batch is 1 \(the command line\), not the file's 4/);
+  assert.match(over.stderr, /train_batch_size: the file's 32 is not micro-batch x gradient accumulation x GPUs \(8\)/);
+
+  const serve = ['--gpu', 'h100-sxm', '--phase', 'inference', '--micro-batch', '8', '--seq-len', '2048', '--new-tokens', '128'];
+  const vllm = gpumem(['export', '--format', 'vllm', '--model', 'meta-llama/Llama-3.1-8B', ...serve,
+    '--framework', 'vllm', '--gpus', '2', '--method', 'tensor_parallel']);
+  assert.equal(vllm.status, 0, vllm.stderr);
+  const line = vllm.stdout.split('# launch\n')[1];
+  assert.match(line, /^vllm serve meta-llama\/Llama-3\.1-8B --tensor-parallel-size 2 --max-model-len 2176 /);
+  writeFileSync(join(dir, 'serve.sh'), line);
+  const served = gpumem(['estimate', '--from', join(dir, 'serve.sh'), ...serve, '--json']);
+  assert.equal(served.status, 0, served.stderr);
+  const same = gpumem(['estimate', '--model', 'meta-llama/Llama-3.1-8B', ...serve, '--framework', 'vllm',
+    '--gpus', '2', '--method', 'tensor_parallel', '--json']);
+  assert.equal(JSON.parse(served.stdout).peak_bytes, JSON.parse(same.stdout).peak_bytes);
 });

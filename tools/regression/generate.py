@@ -150,11 +150,62 @@ errors = [
 for i, e in enumerate(errors):
     add(f'error {i}', e)
 
+# Launch files (export, import): a generator of their own, so that the sections above keep their
+# requests.
+launch = random.Random(31)
+for i in range(60):
+    gpus = launch.choice([1, 2, 8, 16])
+    method = launch.choice(['zero1', 'zero2', 'zero3', 'ddp', 'fsdp_full_shard', 'fsdp_hybrid_shard', 'single'])
+    if gpus == 1:
+        method = launch.choice(['single', 'zero3'])
+    w = {'micro_batch': launch.choice([1, 2, 4]), 'seq_len': launch.choice([512, 2048]),
+         'finetune': launch.choice(['full', 'lora']), 'compute': launch.choice(['amp_bf16', 'amp_fp16', 'fp32', 'pure_bf16']),
+         'grad_ckpt': launch.choice([True, False]), 'grad_accumulation': launch.choice([1, 4])}
+    if w['finetune'] == 'lora' and launch.random() < 0.3:
+        w['weights'] = 'nf4_double_quant'
+    parallel = {'method': method}
+    if method in ('zero2', 'zero3') and launch.random() < 0.4:
+        parallel['offload'] = launch.choice([{'optimizer': 'cpu'}, {'optimizer': 'nvme'}])
+    request = {'command': 'export', 'format': launch.choice(['deepspeed', 'accelerate', 'torchrun', 'transformers']),
+               'model': launch.choice(['meta-llama/Llama-3.2-1B', 'gpt2', 'Qwen/Qwen2.5-7B']),
+               'cluster': {'gpu': launch.choice(['a100-sxm4-80gb', 'h100-sxm', 'rtx-4090']), 'gpus': gpus,
+                           'gpus_per_node': 8},
+               'parallel': parallel, 'workload': w}
+    add(f'export training {i}', request)
+for i in range(20):
+    framework = launch.choice(['vllm', 'llama_cpp'])
+    w = {'phase': 'inference', 'framework': framework, 'micro_batch': launch.choice([1, 8]),
+         'seq_len': launch.choice([512, 4096]), 'new_tokens': launch.choice([1, 256])}
+    w['weights'] = launch.choice(['bf16', 'fp8', 'nf4']) if framework == 'vllm' else 'gguf_q4_k_m'
+    request = {'command': 'export', 'format': framework, 'model': 'meta-llama/Llama-3.1-8B',
+               'cluster': {'gpu': 'h100-sxm', 'gpus': launch.choice([1, 2])}, 'workload': w}
+    if request['cluster']['gpus'] > 1:
+        request['parallel'] = {'method': launch.choice(['tensor_parallel', 'pipeline'])}
+    add(f'export serving {i}', request)
+for i, (fmt, file) in enumerate([
+        ('deepspeed', {'train_micro_batch_size_per_gpu': 4, 'gradient_accumulation_steps': 2, 'bf16': {'enabled': True},
+                       'zero_optimization': {'stage': 3, 'offload_param': {'device': 'cpu'}, 'overlap_comm': True,
+                                             'stage3_prefetch_bucket_size': 'auto'}, 'gradient_clipping': 1.0}),
+        ('deepspeed', {'train_batch_size': 64, 'train_micro_batch_size_per_gpu': 2, 'fp16': {'enabled': 'auto'},
+                       'zero_optimization': {'stage': 2, 'reduce_bucket_size': 2e8}}),
+        ('deepspeed', {'zero_optimization': {'stage': 0}}),
+        ('vllm', 'vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 2 --max-model-len 8192 --enable-prefix-caching'),
+        ('vllm', "python -m vllm.entrypoints.openai.api_server --model x"),
+        ('vllm', 'vllm serve Qwen/Qwen2.5-7B --kv-cache-dtype fp8_e4m3 --gpu-memory-utilization=0.8 -q fp8')]):
+    add(f'import {i}', {'command': 'import', 'format': fmt, 'file': file,
+                        'request': {'model': 'meta-llama/Llama-3.1-8B', 'cluster': {'gpus': 8}}})
+
 requests.sort(key=lambda r: 0)  # keep generation order
+# The corpus only grows: requests already recorded keep their text (the random choices above draw
+# from the catalogue, which grows), and new names are appended.
+if os.path.exists(OUT):
+    kept = json.load(open(OUT))['requests']
+    known = {r['name'] for r in kept}
+    requests = kept + [r for r in requests if r['name'] not in known]
 validation = ['validation/' + f for f in sorted(os.listdir(os.path.join(ROOT, 'validation'))) if f.endswith('.json')]
 os.makedirs(os.path.dirname(OUT), exist_ok=True)
 with open(OUT, 'w') as f:
-    f.write('{"about": "Requests whose answers must stay byte for byte the same; tools/regression/generate.py.",\n')
+    f.write('{"about": "Requests whose answers must stay byte for byte the same; tools/regression/generate.py (earlier sections as first generated: the catalogue has grown since).",\n')
     f.write(' "validate_files": ' + json.dumps(validation + ['../shared/validation/dev.json']) + ',\n "requests": [\n')
     f.write(',\n'.join(json.dumps(r, separators=(',', ':')) for r in requests))
     f.write('\n]}\n')
