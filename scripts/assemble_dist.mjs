@@ -41,6 +41,13 @@ await build({
   external: ['node:*'],
   outfile: `${dist}core.js`,
 });
+// npm's yaml for the page's launch files, a classic script loaded only when one is shown
+// (web/src/launch.mjs).
+await build({
+  ...common,
+  stdin: { contents: "import { stringify } from 'yaml';\nglobalThis.gpumemYaml = { stringify };\n", resolveDir: root, sourcefile: 'yaml.js' },
+  outfile: `${dist}yaml.js`,
+});
 // The styles minified (the page's first visit counts every byte: bench/page_bench.mjs).
 writeFileSync(`${dist}style.css`, (await transform(readFileSync(`${root}web/style.css`, 'utf8'), { loader: 'css', minify: true })).code);
 writeFileSync(`${dist}wasm-inline.js`, `globalThis.GPUMEM_WASM_BASE64 = '${readFileSync(`${wasmDir}gpumem_core.wasm`).toString('base64')}';\n`);

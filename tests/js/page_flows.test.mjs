@@ -412,6 +412,84 @@ test('the copy buttons give the link, the JSON request and an equivalent CLI com
   await context.close();
 });
 
+// Launch it: the core's export of the setup on screen, its YAML written by npm's yaml on the page,
+// each file with a copy button; the same text the facade's export gives.
+test('launch it: the files and the command that run the setup shown, ready to copy', async () => {
+  const permissions = ['clipboard-read', 'clipboard-write'];
+  const query = '?v=1&gpu=a100-sxm4-80gb&gpus=8&method=zero3&ft=full&mb=2&seq=2048&oopt=cpu';
+  for (const [name, viewport] of Object.entries(VIEWPORTS)) {
+    const sized = await b.browser.newContext({ permissions, viewport });
+    const page = await b.open(query, { context: sized });
+    assert.equal(await page.textContent('[data-testid=launch] h2'), 'Launch it');
+    const formats = await page.$$eval('[data-launch]', (els) => els.map((e) => e.dataset.launch));
+    assert.deepEqual(formats, ['deepspeed', 'accelerate', 'transformers', 'torchrun']);
+    await page.click('[data-launch=deepspeed]');
+    await page.waitForSelector('[data-testid=launch-files] pre');
+    const ds = JSON.parse(await page.textContent('[data-testid=launch-files] .launch-file pre'));
+    const request = { ...requestFor(stateFromQuery(query), 'meta-llama/Llama-3.1-8B'), command: 'export', format: 'deepspeed' };
+    delete request.solve;
+    const want = gpumem.request(request).result;
+    assert.deepEqual(ds, want.files[0].content);
+    assert.equal(ds.zero_optimization.offload_optimizer.device, 'cpu');
+    await page.click('[data-testid=launch-files] [data-copy="0"]');
+    assert.deepEqual(JSON.parse(await page.evaluate(() => navigator.clipboard.readText())), ds);
+    assert.match(await page.textContent('[data-testid=launch-files]'), /deepspeed --num_gpus 8 train\.py --deepspeed ds_config\.json/);
+    await page.click('[data-launch=accelerate]');
+    await page.waitForFunction(() => /distributed_type: DEEPSPEED/.test(document.querySelector('[data-testid=launch-files]').textContent));
+    assert.match(await page.textContent('[data-testid=launch-files]'), /zero_stage: 3\n/);
+    await page.evaluate(() => document.querySelector('[data-testid=launch]').scrollIntoView());
+    await screenshot(page, `launch-${name}`);
+    await sized.close();
+  }
+  const context = await b.browser.newContext({ permissions });
+  // Serving under vLLM: its launch line.
+  const page = await b.open('?v=1&phase=inference&fw=vllm&gpu=h100-sxm&mb=8&seq=4096&new=512', { context });
+  await page.click('[data-launch=vllm]');
+  await page.waitForSelector('[data-testid=launch-files] pre');
+  assert.match(await page.textContent('[data-testid=launch-files] pre'), /^vllm serve meta-llama\/Llama-3\.1-8B .*--max-model-len 4608/);
+  await page.close();
+  await context.close();
+});
+
+test('check your own: a pasted DeepSpeed config or vllm serve line, estimated, then shown in the calculator', async () => {
+  const page = await b.open('?v=1&gpu=a100-sxm4-80gb&gpus=8&ft=full&seq=2048');
+  const config = { train_micro_batch_size_per_gpu: 2, gradient_accumulation_steps: 1, bf16: { enabled: true },
+    zero_optimization: { stage: 3, offload_optimizer: { device: 'cpu' }, overlap_comm: true } };
+  await page.evaluate(() => { document.querySelector('[data-testid=launch-import]').open = true; });
+  await page.fill('#gm-launch-paste', JSON.stringify(config, null, 2));
+  await page.click('[data-launch-read]');
+  await page.waitForSelector('[data-testid=launch-import-verdict]');
+  const read = gpumem.request({ command: 'import', format: 'deepspeed', file: config, request: {
+    model: 'meta-llama/Llama-3.1-8B', cluster: { gpu: 'a100-sxm4-80gb', gpus: 8 },
+    workload: { seq_len: 2048, finetune: 'full', grad_ckpt: true, attention: 'sdpa', framework: 'transformers' } } }).result;
+  const want = gpumem.request({ ...read.request, command: 'estimate' }).result.peak_bytes;
+  assert.equal(Number(await page.getAttribute('[data-testid=launch-import-verdict]', 'data-peak-bytes')), want);
+  assert.match(await page.textContent('[data-testid=launch-import-out]'), /overlap_comm/);
+  await page.click('[data-launch-apply]');
+  await settled(page);
+  const state = stateOf(page);
+  assert.equal(state.method, 'zero3');
+  assert.equal(state.mb, '2');
+  assert.equal(state.oopt, 'cpu');
+  assert.equal(await shownPeak(page), want);
+  await screenshot(page, 'launch-import-laptop');
+  // A vllm serve line: its model, layout and cache, under the requests' lengths from the form.
+  await page.goto(`${b.origin}/?v=1&phase=inference&gpu=h100-sxm&mb=4&seq=1024&new=128`);
+  await settled(page);
+  await page.evaluate(() => { document.querySelector('[data-testid=launch-import]').open = true; });
+  await page.fill('#gm-launch-paste', 'vllm serve Qwen/Qwen2.5-7B --tensor-parallel-size 2 --kv-cache-dtype fp8 --max-model-len 4096');
+  await page.click('[data-launch-read]');
+  await page.waitForSelector('[data-testid=launch-import-verdict]');
+  await page.click('[data-launch-apply]');
+  await settled(page);
+  const served = stateOf(page);
+  assert.equal(served.model, 'Qwen/Qwen2.5-7B');
+  assert.equal(served.fw, 'vllm');
+  assert.equal(served.method, 'tensor_parallel');
+  assert.equal(served.kvdtype, 'fp8');
+  await page.close();
+});
+
 test('offline: after the first visit the service worker serves the whole site, documents included', async () => {
   const context = await b.browser.newContext();
   const page = await b.open('', { context });

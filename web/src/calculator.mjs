@@ -11,6 +11,8 @@ import { FIELD_LABELS, FORM_UNITS, formFieldOf } from './labels.mjs';
 import { modelPicker } from './model_picker.mjs';
 import { MAX_CONFIG_CODE, decodeConfig, encodeConfig } from './share.mjs';
 import { hubConfig } from './hub.mjs';
+import { launchHtml, showLaunch } from './launch.mjs';
+import { readPasted as readLaunchFile } from './launch_import.mjs';
 import {
   candidateRequest, isEncoderDecoder, isLlmem, isServing, pricesOf, requestFor, servingSolves, withPrice, withTimeline,
 } from './state.mjs';
@@ -164,6 +166,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
         else view.detailError = friendlyError(d.error, state).text;
       }
     }
+    view.detailRequest = detailRequest;
     if (serving && view.detail && detailRequest) {
       const answers = await client.run(servingSolves(detailRequest));
       view.solves = {};
@@ -191,7 +194,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     $('.answer-body').innerHTML = answerHtml(view, unit, answerWidth)
       + (fullLink ? `<p class="open-full"><a href="${escapeHtml(fullLink(view.state))}" target="_blank" rel="noopener">Open in the full calculator</a></p>` : '');
     // (The early view shows the answer; what is below it follows with the replay.)
-    if (!early) $('.details').innerHTML = compact ? '' : detailsHtml(view, unit, detailsWidth);
+    if (!early) $('.details').innerHTML = compact ? '' : launchHtml(view) + detailsHtml(view, unit, detailsWidth);
     $('.answer-body').classList.remove('stale');
     $('.details').classList.remove('stale');
     if (!early) $('.answer').setAttribute('aria-busy', 'false');
@@ -327,6 +330,18 @@ export function mountCalculator(root, { client, state, compact = false, onChange
     if (event.target.id === 'gm-config-clear') {
       $('#gm-config').value = '';
       readPasted('');
+      return;
+    }
+    if (event.target.closest?.('[data-launch-read]')) {
+      readLaunchFile(client, request(), $('#gm-launch-paste').value, $('.launch-import-out'), (next) => {
+        adopt(next);
+        changed({ immediate: true });
+      });
+      return;
+    }
+    const launch = event.target.closest?.('[data-launch]');
+    if (launch && lastView) {
+      showLaunch(client, lastView, launch.dataset.launch, $('.launch-files'));
       return;
     }
     const button = event.target.closest?.('[data-candidate]');

@@ -1,0 +1,107 @@
+// "Check your own": a DeepSpeed config or a `vllm serve` line pasted on the page, read by the
+// core's import (docs/api.md) under what the file cannot say (the model, the GPU, the sequence,
+// the fine-tuning kind, the requests' lengths: the form's), estimated, and offered to the form.
+// Nothing here reads a key itself: the core does.
+import { escapeHtml } from './format.mjs';
+import { grouped } from './format.mjs';
+
+export const importHtml = () => `<details class="launch-import" data-testid="launch-import">
+  <summary>Check your own: paste a DeepSpeed config or a <code>vllm serve</code> line</summary>
+  <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your DeepSpeed config or vllm serve line"></textarea>
+  <p><button type="button" data-launch-read>Read it</button></p>
+  <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
+</details>`;
+
+// The file's format, or null: a JSON object is a DeepSpeed config, a line naming vllm is vLLM's.
+export function pastedFormat(text) {
+  const trimmed = text.trim();
+  if (trimmed.startsWith('{')) {
+    try {
+      const tree = JSON.parse(trimmed);
+      return tree && typeof tree === 'object' && !Array.isArray(tree) ? { format: 'deepspeed', file: tree } : null;
+    } catch {
+      return null;
+    }
+  }
+  return /(^|[\s/])vllm(\s|$)/.test(trimmed) ? { format: 'vllm', file: trimmed } : null;
+}
+
+// What the form gives that the file cannot say.
+function formSide(request, format) {
+  const w = request.workload;
+  const out = { cluster: { gpu: request.cluster.gpu } };
+  if (format === 'deepspeed') {
+    out.model = request.model;
+    out.cluster.gpus = request.cluster.gpus;
+    if (request.cluster.gpus_per_node) out.cluster.gpus_per_node = request.cluster.gpus_per_node;
+    out.workload = {};
+    for (const key of ['seq_len', 'finetune', 'lora', 'weights', 'grad_ckpt', 'attention', 'framework', 'loss', 'keep_outputs']) {
+      if (w[key] !== undefined) out.workload[key] = w[key];
+    }
+    if (w.phase === 'inference') delete out.workload.weights;
+  } else {
+    out.workload = { micro_batch: w.micro_batch ?? 1, seq_len: w.seq_len, new_tokens: w.new_tokens ?? 256 };
+  }
+  return out;
+}
+
+// The form's fields for an imported request (the ones the form has).
+export function stateFromImport(request) {
+  const w = request.workload ?? {};
+  const next = { method: request.parallel?.method ?? 'single', cand: '' };
+  if (typeof request.model === 'string') next.model = request.model;
+  const gpus = request.cluster?.gpus;
+  if (gpus) {
+    const perNode = request.cluster.gpus_per_node ?? gpus;
+    next.gpus = String(perNode);
+    next.nodes = String(Math.max(1, Math.round(gpus / perNode)));
+  }
+  if (w.micro_batch !== undefined) next.mb = String(w.micro_batch);
+  if (w.seq_len !== undefined) next.seq = String(w.seq_len);
+  if (w.phase === 'inference') {
+    Object.assign(next, { phase: 'inference', fw: 'vllm', kv: 'auto', solve: '' });
+    if (w.new_tokens !== undefined) next.new = String(w.new_tokens);
+    if (w.kv_cache?.dtype) next.kvdtype = w.kv_cache.dtype;
+    if (w.weights) next.weights = w.weights;
+    if (gpus > 1) next.method = request.parallel.method;
+  } else {
+    if (w.compute) next.precision = w.compute;
+    if (w.optimizer) next.opt = w.optimizer;
+    const o = request.parallel?.offload ?? {};
+    Object.assign(next, { oopt: o.optimizer ?? 'none', oparams: o.params ?? 'none', ograd: o.gradients ?? 'none', oact: 'none' });
+  }
+  return next;
+}
+
+const list = (title, gaps) => (gaps.length
+  ? `<p>${title}</p><ul class="notes">${gaps.map((g) => `<li><code>${escapeHtml(g.field)}</code>: ${escapeHtml(g.reason)}</li>`).join('')}</ul>` : '');
+
+// Reads the pasted text against `request` (the form's), shows its estimate, and offers the form.
+export async function readPasted(client, request, text, out, apply) {
+  const pasted = pastedFormat(text);
+  if (!pasted) {
+    out.innerHTML = '<p class="error">Paste a DeepSpeed config (a JSON object) or a <code>vllm serve MODEL …</code> line.</p>';
+    return;
+  }
+  const [read] = await client.run([{ command: 'import', ...pasted, request: formSide(request, pasted.format) }]);
+  if (!read.ok) {
+    out.innerHTML = `<p class="error">${escapeHtml(read.error.message.replace(/^\[[^\]]*\]\s*/, ''))}</p>`;
+    return;
+  }
+  const r = read.result;
+  const [estimate] = await client.run([{ ...r.request, command: 'estimate' }]);
+  const unkept = [];
+  if ((r.request.workload?.grad_accumulation ?? 1) > 1) unkept.push(`gradient accumulation (${r.request.workload.grad_accumulation})`);
+  if (r.request.parallel?.deepspeed) unkept.push('DeepSpeed\'s bucket sizes');
+  const verdict = estimate.ok
+    ? `<p data-testid="launch-import-verdict" data-peak-bytes="${estimate.result.peak_bytes}"><strong>${grouped(estimate.result.peak_bytes / 2 ** 30, 1)} GiB per GPU</strong> — ${
+      estimate.result.verdict === 'fits' ? 'it fits' : estimate.result.verdict === 'tight' ? 'tight: within the memory, not the headroom' : 'it does not fit'}.</p>`
+    : `<p class="error">${escapeHtml(estimate.error.message.replace(/^\[[^\]]*\]\s*/, ''))}</p>`;
+  out.innerHTML = verdict
+    + list('Contradictions in the file:', r.conflicts)
+    + list('Read with an assumption:', r.assumed)
+    + list('Not modelled (no effect on the estimate):', r.ignored)
+    + (estimate.ok ? `<p><button type="button" data-launch-apply>Show it in the calculator</button>${unkept.length
+      ? ` <span class="hint">(the form has no field for ${unkept.join(' or ')}: its answer leaves ${unkept.length > 1 ? 'them' : 'it'} out)</span>` : ''}</p>` : '');
+  out.querySelector('[data-launch-apply]')?.addEventListener('click', () => apply(stateFromImport(r.request)));
+}
