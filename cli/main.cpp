@@ -88,13 +88,14 @@ Usage:
                                                the fastest method that fits, and its batch size,
                                                and the changes that would fit or run faster;
                                                with --phase inference the fewest GPUs that serve
-  gpumem export --format deepspeed|accelerate|torchrun|transformers|vllm|llama_cpp
+  gpumem export --format deepspeed|accelerate|axolotl|torchrun|transformers|vllm|llama_cpp
                   [the estimate options above] [--write DIR] [--json]
                                                the files and the command that launch the
                                                estimated setup (printed, or written to DIR)
-  gpumem estimate|export --from FILE [--format deepspeed|vllm] [options]
-                                               read a DeepSpeed config (JSON) or a `vllm serve`
-                                               line into the request; options given win over it
+  gpumem estimate|export --from FILE [--format deepspeed|accelerate|axolotl|vllm] [options]
+                                               read a DeepSpeed config (JSON), an accelerate or
+                                               axolotl config (YAML) or a `vllm serve` line into
+                                               the request; options given win over it
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
   gpumem run --request FILE|-                  answer any API request (docs/api.md)
@@ -545,8 +546,23 @@ bool from_file(const arguments& args, ordered_json& request) {
     fail("cannot read " + path);
     return false;
   }
-  const json tree = json::parse(text, nullptr, false);
+  // JSON: a DeepSpeed config; YAML: an axolotl or accelerate config (read by libyaml); else a
+  // `vllm serve` line.
+  json tree = json::parse(text, nullptr, false);
   std::string format = option(args, "format", "");
+  const bool yaml_file = path.size() > 5 && (path.compare(path.size() - 5, 5, ".yaml") == 0 ||
+                                             path.compare(path.size() - 4, 4, ".yml") == 0);
+  if (tree.is_discarded() && (yaml_file || format == "axolotl" || format == "accelerate")) {
+    ordered_json yaml;
+    std::string problem;
+    if (!gpumem::cli::yaml_tree(text, yaml, problem)) {
+      fail(path + " is not YAML: " + problem);
+      return false;
+    }
+    tree = yaml;
+    if (format.empty())
+      format = yaml.is_object() && yaml.contains("base_model") ? "axolotl" : "accelerate";
+  }
   if (format.empty()) format = tree.is_object() ? "deepspeed" : "vllm";
   // Only what the command line says overrides the file: drop the options' defaults.
   ordered_json own = request;
@@ -562,7 +578,7 @@ bool from_file(const arguments& args, ordered_json& request) {
   ordered_json import = {{"api_version", 1},
                          {"command", "import"},
                          {"format", format},
-                         {"file", format == "deepspeed" ? ordered_json(tree) : ordered_json(text)},
+                         {"file", format == "vllm" ? ordered_json(text) : ordered_json(tree)},
                          {"request", own}};
   ordered_json response;
   if (!call(import, response)) return false;
@@ -591,7 +607,8 @@ bool from_file(const arguments& args, ordered_json& request) {
 // export --format F: the setup's launch files and command.
 int export_command(const arguments& args) {
   if (!args.options.count("format")) {
-    return fail("export needs --format deepspeed|accelerate|torchrun|transformers|vllm|llama_cpp");
+    return fail(
+        "export needs --format deepspeed|accelerate|axolotl|torchrun|transformers|vllm|llama_cpp");
   }
   ordered_json request;
   if (!estimate_request(args, request)) return bad_input;

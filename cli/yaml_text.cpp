@@ -67,7 +67,80 @@ struct emitter {
   }
 };
 
+// A plain scalar's value as YAML 1.1 resolves it (PyYAML's resolver, which accelerate and axolotl
+// read their files with).
+json plain_scalar(const std::string& text) {
+  static const std::regex null_value("^(~|null|Null|NULL|)$");
+  static const std::regex true_value("^(y|Y|yes|Yes|YES|true|True|TRUE|on|On|ON)$");
+  static const std::regex false_value("^(n|N|no|No|NO|false|False|FALSE|off|Off|OFF)$");
+  static const std::regex integer("^[-+]?[0-9][0-9_]*$");
+  static const std::regex real(
+      "^[-+]?([0-9][0-9_]*)?\\.[0-9_]*([eE][-+][0-9]+)?$|^[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+$");
+  if (std::regex_match(text, null_value)) return nullptr;
+  if (std::regex_match(text, true_value)) return true;
+  if (std::regex_match(text, false_value)) return false;
+  std::string digits;
+  for (char ch : text) {
+    if (ch != '_') digits += ch;
+  }
+  if (std::regex_match(text, integer)) {
+    const json number =
+        json::parse(digits.front() == '+' ? digits.substr(1) : digits, nullptr, false);
+    if (!number.is_discarded()) return number;
+  }
+  if (std::regex_match(text, real)) {
+    char* end = nullptr;
+    const double value = std::strtod(digits.c_str(), &end);
+    if (end && *end == '\0') return value;
+  }
+  return text;
+}
+
+json node_tree(yaml_document_t& doc, yaml_node_t* node, int depth) {
+  if (!node || depth > 64) return nullptr;
+  if (node->type == YAML_SCALAR_NODE) {
+    const std::string text(reinterpret_cast<const char*>(node->data.scalar.value),
+                           node->data.scalar.length);
+    return node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE ? plain_scalar(text) : json(text);
+  }
+  if (node->type == YAML_SEQUENCE_NODE) {
+    json out = json::array();
+    for (yaml_node_item_t* item = node->data.sequence.items.start;
+         item < node->data.sequence.items.top; ++item) {
+      out.push_back(node_tree(doc, yaml_document_get_node(&doc, *item), depth + 1));
+    }
+    return out;
+  }
+  json out = json::object();
+  for (yaml_node_pair_t* pair = node->data.mapping.pairs.start; pair < node->data.mapping.pairs.top;
+       ++pair) {
+    const json key = node_tree(doc, yaml_document_get_node(&doc, pair->key), depth + 1);
+    out[key.is_string() ? key.get<std::string>() : key.dump()] =
+        node_tree(doc, yaml_document_get_node(&doc, pair->value), depth + 1);
+  }
+  return out;
+}
+
 }  // namespace
+
+bool yaml_tree(const std::string& text, json& tree, std::string& problem) {
+  yaml_parser_t parser;
+  yaml_parser_initialize(&parser);
+  yaml_parser_set_input_string(&parser, reinterpret_cast<const unsigned char*>(text.data()),
+                               text.size());
+  yaml_document_t doc;
+  const bool loaded = yaml_parser_load(&parser, &doc) == 1;
+  if (!loaded) {
+    problem = std::string(parser.problem ? parser.problem : "not YAML") + " at line " +
+              std::to_string(parser.problem_mark.line + 1);
+    yaml_parser_delete(&parser);
+    return false;
+  }
+  tree = node_tree(doc, yaml_document_get_root_node(&doc), 0);
+  yaml_document_delete(&doc);
+  yaml_parser_delete(&parser);
+  return true;
+}
 
 std::string yaml_text(const json& tree) {
   emitter e;

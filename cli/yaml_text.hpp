@@ -10,4 +10,9 @@ namespace gpumem::cli {
 // The YAML text, or "" when the emitter fails (it does not for a JSON tree).
 std::string yaml_text(const nlohmann::ordered_json& tree);
 
+// A YAML document read by libyaml's parser into a JSON tree: mappings, sequences, and plain
+// scalars resolved as YAML 1.1 resolves them (null, booleans, integers, floats), quoted ones as
+// strings. False with `problem` (libyaml's message and line) for text that is not YAML.
+bool yaml_tree(const std::string& text, nlohmann::ordered_json& tree, std::string& problem);
+
 }  // namespace gpumem::cli

@@ -45,7 +45,7 @@ await build({
 // (web/src/launch.mjs).
 await build({
   ...common,
-  stdin: { contents: "import { stringify } from 'yaml';\nglobalThis.gpumemYaml = { stringify };\n", resolveDir: root, sourcefile: 'yaml.js' },
+  stdin: { contents: "import { parse, stringify } from 'yaml';\nglobalThis.gpumemYaml = { parse, stringify };\n", resolveDir: root, sourcefile: 'yaml.js' },
   outfile: `${dist}yaml.js`,
 });
 // The styles minified (the page's first visit counts every byte: bench/page_bench.mjs).

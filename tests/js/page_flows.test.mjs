@@ -422,7 +422,7 @@ test('launch it: the files and the command that run the setup shown, ready to co
     const page = await b.open(query, { context: sized });
     assert.equal(await page.textContent('[data-testid=launch] h2'), 'Launch it');
     const formats = await page.$$eval('[data-launch]', (els) => els.map((e) => e.dataset.launch));
-    assert.deepEqual(formats, ['deepspeed', 'accelerate', 'transformers', 'torchrun']);
+    assert.deepEqual(formats, ['deepspeed', 'accelerate', 'axolotl', 'transformers', 'torchrun']);
     await page.click('[data-launch=deepspeed]');
     await page.waitForSelector('[data-testid=launch-files] pre');
     const ds = JSON.parse(await page.textContent('[data-testid=launch-files] .launch-file pre'));
@@ -473,6 +473,21 @@ test('check your own: a pasted DeepSpeed config or vllm serve line, estimated, t
   assert.equal(state.oopt, 'cpu');
   assert.equal(await shownPeak(page), want);
   await screenshot(page, 'launch-import-laptop');
+  // An axolotl config (YAML): its QLoRA run and lengths, under the form's GPU.
+  await page.evaluate(() => { document.querySelector('[data-testid=launch-import]').open = true; });
+  await page.fill('#gm-launch-paste', ['base_model: meta-llama/Llama-3.2-1B', 'load_in_4bit: true', 'adapter: qlora',
+    'lora_r: 32', 'lora_target_linear: true', 'sequence_len: 1024', 'micro_batch_size: 4', 'bf16: auto',
+    'gradient_checkpointing: true', 'learning_rate: 0.0002'].join('\n'));
+  await page.click('[data-launch-read]');
+  await page.waitForSelector('[data-testid=launch-import-verdict]');
+  assert.match(await page.textContent('[data-testid=launch-import-out]'), /learning_rate/);
+  await page.click('[data-launch-apply]');
+  await settled(page);
+  const qlora = stateOf(page);
+  assert.equal(qlora.model, 'meta-llama/Llama-3.2-1B');
+  assert.equal(qlora.ft, 'qlora');
+  assert.equal(qlora.mb, '4');
+  assert.equal(qlora.r, '32');
   // A vllm serve line: its model, layout and cache, under the requests' lengths from the form.
   await page.goto(`${b.origin}/?v=1&phase=inference&gpu=h100-sxm&mb=4&seq=1024&new=128`);
   await settled(page);

@@ -11,7 +11,7 @@ import { FIELD_LABELS, FORM_UNITS, formFieldOf } from './labels.mjs';
 import { modelPicker } from './model_picker.mjs';
 import { MAX_CONFIG_CODE, decodeConfig, encodeConfig } from './share.mjs';
 import { hubConfig } from './hub.mjs';
-import { launchHtml, showLaunch } from './launch.mjs';
+import { launchHtml, showLaunch, yaml } from './launch.mjs';
 import { readPasted as readLaunchFile } from './launch_import.mjs';
 import {
   candidateRequest, isEncoderDecoder, isLlmem, isServing, pricesOf, requestFor, servingSolves, withPrice, withTimeline,
@@ -336,7 +336,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
       readLaunchFile(client, request(), $('#gm-launch-paste').value, $('.launch-import-out'), (next) => {
         adopt(next);
         changed({ immediate: true });
-      });
+      }, yaml);
       return;
     }
     const launch = event.target.closest?.('[data-launch]');

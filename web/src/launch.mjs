@@ -6,7 +6,7 @@ import { escapeHtml } from './format.mjs';
 import { importHtml } from './launch_import.mjs';
 
 const LABELS = {
-  deepspeed: 'DeepSpeed', accelerate: 'accelerate', torchrun: 'torchrun', transformers: 'transformers',
+  deepspeed: 'DeepSpeed', accelerate: 'accelerate', axolotl: 'axolotl', torchrun: 'torchrun', transformers: 'transformers',
   vllm: 'vLLM', llama_cpp: 'llama.cpp',
 };
 
@@ -31,7 +31,7 @@ export function launchFormats(view) {
   const p = request.parallel ?? {};
   if ((p.tp ?? 1) > 1 || (p.cp ?? 1) > 1 || ['tensor_parallel', 'pipeline', 'gemini'].includes(p.method)) return [];
   const zero = ['zero1', 'zero2', 'zero3'].includes(p.method);
-  return [...(zero ? ['deepspeed'] : []), 'accelerate', 'transformers', 'torchrun'];
+  return [...(zero ? ['deepspeed'] : []), 'accelerate', 'axolotl', 'transformers', 'torchrun'];
 }
 
 export function launchHtml(view) {
@@ -51,7 +51,7 @@ export function launchHtml(view) {
 let yamlLoading = null;
 
 // npm's yaml, as the classic script yaml.js (scripts/assemble_dist.mjs), loaded once.
-function yaml() {
+export function yaml() {
   if (globalThis.gpumemYaml) return Promise.resolve(globalThis.gpumemYaml);
   yamlLoading ??= new Promise((resolve, reject) => {
     const script = document.createElement('script');

@@ -6,31 +6,54 @@ import { escapeHtml } from './format.mjs';
 import { grouped } from './format.mjs';
 
 export const importHtml = () => `<details class="launch-import" data-testid="launch-import">
-  <summary>Check your own: paste a DeepSpeed config or a <code>vllm serve</code> line</summary>
-  <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your DeepSpeed config or vllm serve line"></textarea>
+  <summary>Check your own: paste a DeepSpeed, accelerate or axolotl config, or a <code>vllm serve</code> line</summary>
+  <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your launch config"></textarea>
   <p><button type="button" data-launch-read>Read it</button></p>
   <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
 </details>`;
 
-// The file's format, or null: a JSON object is a DeepSpeed config, a line naming vllm is vLLM's.
-export function pastedFormat(text) {
+const isMapping = (tree) => tree && typeof tree === 'object' && !Array.isArray(tree);
+
+// The file's format, or null: a JSON object is a DeepSpeed config, a line naming vllm is vLLM's,
+// YAML (read by npm's yaml, loaded then) with base_model is axolotl's, with distributed_type
+// accelerate's.
+export async function pastedFormat(text, yaml) {
   const trimmed = text.trim();
   if (trimmed.startsWith('{')) {
     try {
       const tree = JSON.parse(trimmed);
-      return tree && typeof tree === 'object' && !Array.isArray(tree) ? { format: 'deepspeed', file: tree } : null;
+      return isMapping(tree) ? { format: 'deepspeed', file: tree } : null;
     } catch {
       return null;
     }
   }
-  return /(^|[\s/])vllm(\s|$)/.test(trimmed) ? { format: 'vllm', file: trimmed } : null;
+  if (/^(\S*\/)?vllm\s/.test(trimmed) || /^python3? -m vllm/.test(trimmed)) return { format: 'vllm', file: trimmed };
+  try {
+    const tree = (await yaml()).parse(trimmed, { version: '1.1' });
+    if (isMapping(tree) && 'base_model' in tree) return { format: 'axolotl', file: tree };
+    if (isMapping(tree) && 'distributed_type' in tree) return { format: 'accelerate', file: tree };
+  } catch {
+    return null;
+  }
+  return null;
 }
 
 // What the form gives that the file cannot say.
 function formSide(request, format) {
   const w = request.workload;
   const out = { cluster: { gpu: request.cluster.gpu } };
-  if (format === 'deepspeed') {
+  if (format === 'accelerate') {
+    out.model = request.model;
+    out.workload = {};
+    for (const key of ['seq_len', 'finetune', 'lora', 'weights', 'grad_ckpt', 'attention', 'framework', 'micro_batch', 'optimizer']) {
+      if (w[key] !== undefined) out.workload[key] = w[key];
+    }
+    delete out.cluster.gpus;
+  } else if (format === 'axolotl') {
+    out.cluster.gpus = request.cluster.gpus;
+    if (request.cluster.gpus_per_node) out.cluster.gpus_per_node = request.cluster.gpus_per_node;
+    if (request.parallel?.method?.startsWith('zero')) out.parallel = { method: request.parallel.method };
+  } else if (format === 'deepspeed') {
     out.model = request.model;
     out.cluster.gpus = request.cluster.gpus;
     if (request.cluster.gpus_per_node) out.cluster.gpus_per_node = request.cluster.gpus_per_node;
@@ -66,6 +89,11 @@ export function stateFromImport(request) {
     if (gpus > 1) next.method = request.parallel.method;
   } else {
     if (w.compute) next.precision = w.compute;
+    if (w.finetune) next.ft = w.finetune === 'lora' && w.weights === 'nf4_double_quant' ? 'qlora'
+      : w.finetune === 'lora' && w.weights === 'int8' ? 'lora_int8' : w.finetune;
+    if (w.lora?.r) next.r = String(w.lora.r);
+    if (w.lora?.targets) next.targets = Array.isArray(w.lora.targets) ? w.lora.targets.join(',') : w.lora.targets;
+    if (w.grad_ckpt !== undefined) next.ckpt = w.grad_ckpt === true ? '1' : w.grad_ckpt === false ? '0' : 'selective';
     if (w.optimizer) next.opt = w.optimizer;
     const o = request.parallel?.offload ?? {};
     Object.assign(next, { oopt: o.optimizer ?? 'none', oparams: o.params ?? 'none', ograd: o.gradients ?? 'none', oact: 'none' });
@@ -77,10 +105,10 @@ const list = (title, gaps) => (gaps.length
   ? `<p>${title}</p><ul class="notes">${gaps.map((g) => `<li><code>${escapeHtml(g.field)}</code>: ${escapeHtml(g.reason)}</li>`).join('')}</ul>` : '');
 
 // Reads the pasted text against `request` (the form's), shows its estimate, and offers the form.
-export async function readPasted(client, request, text, out, apply) {
-  const pasted = pastedFormat(text);
+export async function readPasted(client, request, text, out, apply, yaml) {
+  const pasted = await pastedFormat(text, yaml);
   if (!pasted) {
-    out.innerHTML = '<p class="error">Paste a DeepSpeed config (a JSON object) or a <code>vllm serve MODEL …</code> line.</p>';
+    out.innerHTML = '<p class="error">Paste a DeepSpeed config (JSON), an accelerate or axolotl config (YAML) or a <code>vllm serve MODEL …</code> line.</p>';
     return;
   }
   const [read] = await client.run([{ command: 'import', ...pasted, request: formSide(request, pasted.format) }]);

@@ -1,11 +1,11 @@
 // The answers' JSON writer against nlohmann's own dump: the same bytes for every kind of value,
 // including the strings it hands back to nlohmann (escapes, non-ASCII, invalid UTF-8).
 
+#include "api/json_text.hpp"
+
 #include <doctest/doctest.h>
 
 #include <limits>
-
-#include "api/json_text.hpp"
 
 namespace gpumem {
 namespace {
@@ -29,7 +29,14 @@ TEST_CASE("the answers' JSON text is nlohmann's dump, byte for byte") {
   value["integers"] = {0, -1, 42, std::numeric_limits<std::int64_t>::min(),
                        std::numeric_limits<std::int64_t>::max()};
   value["unsigned"] = std::numeric_limits<std::uint64_t>::max();
-  value["floats"] = {0.0, -0.0, 1.0, 0.1, 1e-7, 2.297908367763175, 1e300, 123456789012345680.0,
+  value["floats"] = {0.0,
+                     -0.0,
+                     1.0,
+                     0.1,
+                     1e-7,
+                     2.297908367763175,
+                     1e300,
+                     123456789012345680.0,
                      std::numeric_limits<double>::quiet_NaN(),
                      std::numeric_limits<double>::infinity()};
   value["plain"] = "Llama-3.1-8B on one RTX 4090: 24 GiB (fits)";

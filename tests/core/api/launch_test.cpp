@@ -141,6 +141,83 @@ TEST_CASE("a vllm serve line round-trips under the requests' own lengths") {
   CHECK(checked == 18);
 }
 
+// A YAML file's tree back through import: axolotl's (it holds the model, the lengths and the
+// run; not the GPUs, nor the ZeRO stage, which its DeepSpeed file holds) and accelerate's (the
+// GPUs and the method; not the model or the lengths).
+TEST_CASE("axolotl and accelerate configs round-trip: the same peak") {
+  int checked = 0;
+  const json layouts[] = {
+      json{{"method", "single"}},
+      json{{"method", "ddp"}},
+      json{{"method", "fsdp_full_shard"}},
+      json{{"method", "fsdp_full_shard"},
+           {"offload", {{"optimizer", "cpu"}, {"params", "cpu"}, {"gradients", "cpu"}}}},
+      json{{"method", "zero2"}},
+      json{{"method", "zero3"}, {"offload", {{"optimizer", "cpu"}}}}};
+  const json runs[] = {
+      json{{"finetune", "full"}, {"compute", "pure_bf16"}},
+      json{{"finetune", "lora"},
+           {"compute", "amp_bf16"},
+           {"grad_ckpt", true},
+           {"lora", {{"r", 16}, {"targets", "all-linear"}}}},
+      json{{"finetune", "lora"}, {"weights", "nf4_double_quant"}, {"compute", "amp_bf16"}}};
+  for (const json& parallel : layouts) {
+    const bool zero = parallel.at("method").get<std::string>().rfind("zero", 0) == 0;
+    const std::uint64_t gpus = parallel.at("method") == "single" ? 1 : 4;
+    for (const json& run : runs) {
+      if (zero && run.at("compute") == "pure_bf16") continue;  // DeepSpeed keeps fp32 masters
+      if (run.contains("weights") && parallel.value("offload", json::object()).contains("params"))
+        continue;
+      json workload = run;
+      workload["grad_accumulation"] = 2;
+      const json request = training(parallel, workload, gpus);
+      const json original = call(request);
+      CAPTURE(request.dump());
+      REQUIRE(original.value("ok", false));
+      for (const char* format : {"axolotl", "accelerate"}) {
+        if (std::string(format) == "accelerate" && run.at("compute") == "pure_bf16") continue;
+        const json out = exported(request, format);
+        CAPTURE(format);
+        REQUIRE(out.value("ok", false));
+        const json& file = out.at("result").at("files").at(0);
+        CHECK(file.at("syntax") == "yaml");
+        json own = {{"cluster", request.at("cluster")}};
+        if (std::string(format) == "axolotl") {
+          if (zero) own["parallel"] = parallel;  // in the DeepSpeed file the config names
+        } else {
+          own["model"] = request.at("model");
+          own["workload"] = request.at("workload");
+          own["workload"].erase("grad_accumulation");
+          if (parallel.at("method").get<std::string>().rfind("fsdp", 0) == 0)
+            own["workload"].erase("grad_ckpt");
+          if (!zero) own["workload"]["grad_accumulation"] = 2;
+          own["workload"].erase("compute");
+        }
+        const json back = call({{"command", "import"},
+                                {"format", format},
+                                {"file", file.at("content")},
+                                {"request", own}});
+        REQUIRE(back.value("ok", false));
+        CHECK(back.at("result").at("conflicts").empty());
+        // Every key the export writes is one the import reads (the data and output placeholders
+        // of axolotl's aside).
+        for (const auto& gap : back.at("result").at("ignored")) {
+          CHECK(((gap.at("field") == "datasets" || gap.at("field") == "output_dir") ||
+                 std::string(format) == "accelerate"));
+        }
+        json again = back.at("result").at("request");
+        again["command"] = "estimate";
+        const json estimate = call(again);
+        CAPTURE(again.dump());
+        REQUIRE(estimate.value("ok", false));
+        CHECK(estimate.at("result").at("peak_bytes") == original.at("result").at("peak_bytes"));
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 20);
+}
+
 TEST_CASE("the training formats write what their projects read") {
   // accelerate's FSDP plugin: the sharding strategy, the offload and checkpointing in its section.
   const json fsdp = exported(
@@ -186,7 +263,7 @@ TEST_CASE("a format refuses what it cannot run, naming the field") {
             .at("field") == "workload.compute");
   CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "vllm")).at("field") ==
         "format");
-  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "axolotl"))
+  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "litgpt"))
             .at("message")
             .get<std::string>()
             .find("not written yet") != std::string::npos);
@@ -217,6 +294,22 @@ TEST_CASE("a malformed launch file is an answer, never an exception") {
           call({{"command", "import"}, {"format", "deepspeed"}, {"file", file}, {"request", own}});
       CHECK(answer.is_object());
       CHECK(answer.contains("ok"));
+    }
+  }
+  for (const char* format : {"axolotl", "accelerate"}) {
+    for (const json& file :
+         {json("text"), json::array(), json{{"adapter", 5}, {"lora_target_modules", "q"}},
+          json{{"fsdp", "full_shard"}, {"fsdp_config", 3}, {"micro_batch_size", -2}},
+          json{{"distributed_type", "DEEPSPEED"}, {"deepspeed_config", "x"}},
+          json{{"distributed_type", "FSDP"}, {"fsdp_config", {{"fsdp_sharding_strategy", 9}}}},
+          json{{"distributed_type", 7}, {"num_processes", "8"}, {"num_machines", 0}}}) {
+      for (const json& own : {json::object(), json{{"parallel", 5}, {"cluster", {{"gpus", 4}}}}}) {
+        CAPTURE(file.dump());
+        const json answer =
+            call({{"command", "import"}, {"format", format}, {"file", file}, {"request", own}});
+        CHECK(answer.is_object());
+        CHECK(answer.contains("ok"));
+      }
     }
   }
   for (const json& file : {json(5), json(""), json("vllm serve"), json("vllm serve 'm"),

@@ -136,8 +136,8 @@ TEST_CASE("Qwen3, Qwen3-MoE and Gemma 3 text totals, by hand and by their model 
 
 TEST_CASE("CodeGen without tie_word_embeddings keeps its own LM head (CodeGenConfig's default)") {
   // codegen-350M's dimensions: 20 layers of 1024, vocabulary 51200, MLP 4096.
-  json config = {{"model_type", "codegen"}, {"n_embd", 1024},   {"n_layer", 20},
-                 {"n_head", 16},            {"vocab_size", 51200}, {"rotary_dim", 32}};
+  json config = {{"model_type", "codegen"}, {"n_embd", 1024},  {"n_layer", 20}, {"n_head", 16},
+                 {"vocab_size", 51200},     {"rotary_dim", 32}};
   auto untied = parse_model_config(config, {}, "c");
   REQUIRE(untied.ok());
   config["tie_word_embeddings"] = true;

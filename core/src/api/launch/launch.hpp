@@ -53,9 +53,9 @@ struct launch_output {
 };
 
 // The formats `export` writes, and those it does not write yet (named in its refusal).
-inline constexpr const char* launch_formats[] = {"deepspeed",    "accelerate", "torchrun",
-                                                 "transformers", "vllm",       "llama_cpp"};
-inline constexpr const char* launch_formats_planned[] = {"axolotl", "torchtune", "litgpt"};
+inline constexpr const char* launch_formats[] = {
+    "deepspeed", "accelerate", "torchrun", "axolotl", "transformers", "vllm", "llama_cpp"};
+inline constexpr const char* launch_formats_planned[] = {"torchtune", "litgpt"};
 
 // The format's files and launch line for `setup`, or request.invalid_value naming the field the
 // format cannot run (a method it lacks, a framework other than its own).
@@ -63,6 +63,8 @@ result<launch_output> export_training(const launch_setup& setup, const std::stri
 result<launch_output> export_serving(const launch_setup& setup, const std::string& format);
 // The transformers/PEFT/bitsandbytes arguments (export_training's "transformers").
 result<launch_output> export_transformers(const launch_setup& setup);
+// axolotl's YAML config (launch_axolotl.cpp).
+result<launch_output> export_axolotl(const launch_setup& setup);
 
 // `import`: a launch file read back into request fields. `fields` holds the request's members
 // the file sets (model, cluster, parallel, workload: merged under the caller's own request,
@@ -84,6 +86,9 @@ std::string python_text(const nlohmann::ordered_json& content, const std::string
 
 // A `vllm serve` command line.
 result<launch_import> import_vllm(const std::string& line);
+// An axolotl config and an accelerate config, each a YAML file the caller parsed into a tree.
+result<launch_import> import_axolotl(const nlohmann::ordered_json& config);
+result<launch_import> import_accelerate(const nlohmann::ordered_json& config);
 
 // A command line split into words as a POSIX shell splits it (quotes and backslashes; no
 // expansions): request.invalid_value for an unterminated quote.

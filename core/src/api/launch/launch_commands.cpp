@@ -59,7 +59,8 @@ void merge_over(json& base, const json& over, const std::string& path, json& ove
 
 result<std::string> read_launch_format(const json& request) {
   const json& format = request.value("format", json());
-  const auto accepted = "one of deepspeed, accelerate, torchrun, transformers, vllm, llama_cpp";
+  const auto accepted =
+      "one of deepspeed, accelerate, torchrun, axolotl, transformers, vllm, llama_cpp";
   if (!format.is_string()) {
     return error{"request.missing_field", "format",
                  std::string("[format] is required: ") + accepted};
@@ -148,10 +149,11 @@ result<json> export_answer(const json& request, const std::string& format,
 
 result<json> import_answer(const json& request, std::uint64_t hidden_size) {
   const json& format = request.value("format", json());
-  if (!format.is_string() || (format != "deepspeed" && format != "vllm")) {
+  if (!format.is_string() || (format != "deepspeed" && format != "vllm" && format != "axolotl" &&
+                              format != "accelerate")) {
     return error{"request.invalid_value", "format",
-                 "[format] import reads deepspeed (a config JSON) or vllm (a `vllm serve` line) "
-                 "so far"};
+                 "[format] import reads deepspeed (a config's JSON), accelerate and axolotl (a "
+                 "config's YAML as a tree) or vllm (a `vllm serve` line)"};
   }
   const json& file = request.value("file", json());
   result<launch_import> read = error{};
@@ -160,6 +162,10 @@ result<json> import_answer(const json& request, std::uint64_t hidden_size) {
       return error{"request.invalid_type", "file", "[file] a DeepSpeed config: a JSON object"};
     }
     read = import_deepspeed(file, hidden_size);
+  } else if (format == "axolotl") {
+    read = import_axolotl(file);
+  } else if (format == "accelerate") {
+    read = import_accelerate(file);
   } else {
     if (!file.is_string()) {
       return error{"request.invalid_type", "file", "[file] a `vllm serve` line: a string"};
@@ -199,6 +205,18 @@ result<json> import_answer(const json& request, std::uint64_t hidden_size) {
                                                                   "accumulation x GPUs (" +
                                                                   std::to_string(product) + ")"});
       }
+    }
+  }
+  // axolotl without DeepSpeed or FSDP runs one replica per process: DDP over several GPUs.
+  if (format == "axolotl" && !file.contains("deepspeed") && !file.contains("fsdp")) {
+    const json& cluster = merged.value("cluster", json::object());
+    const json& gpus = cluster.is_object() ? cluster.value("gpus", json(1)) : json(1);
+    const bool open = !merged.contains("parallel") || (merged.at("parallel").is_object() &&
+                                                       !merged.at("parallel").contains("method"));
+    if (gpus.is_number_unsigned() && gpus.get<std::uint64_t>() > 1 && open) {
+      merged["parallel"]["method"] = "ddp";
+      read.value().assumed.push_back(
+          {"parallel.method", "ddp: axolotl without DeepSpeed or FSDP keeps a replica per GPU"});
     }
   }
   // Empty sections the file did not fill are left out.

@@ -260,6 +260,7 @@ result<launch_output> export_training(const launch_setup& setup, const std::stri
   if (format == "deepspeed") return deepspeed(setup);
   if (format == "accelerate") return accelerate(setup);
   if (format == "torchrun") return torchrun(setup);
+  if (format == "axolotl") return export_axolotl(setup);
   return export_transformers(setup);
 }
 
