@@ -88,14 +88,16 @@ Usage:
                                                the fastest method that fits, and its batch size,
                                                and the changes that would fit or run faster;
                                                with --phase inference the fewest GPUs that serve
-  gpumem export --format deepspeed|accelerate|axolotl|torchrun|transformers|vllm|llama_cpp
+  gpumem export --format deepspeed|accelerate|axolotl|litgpt|torchrun|transformers|vllm|
+                         llama_cpp
                   [the estimate options above] [--write DIR] [--json]
                                                the files and the command that launch the
                                                estimated setup (printed, or written to DIR)
-  gpumem estimate|export --from FILE [--format deepspeed|accelerate|axolotl|vllm] [options]
+  gpumem estimate|export --from FILE [--format deepspeed|accelerate|axolotl|vllm|llama_cpp]
                                                read a DeepSpeed config (JSON), an accelerate or
-                                               axolotl config (YAML) or a `vllm serve` line into
-                                               the request; options given win over it
+                                               axolotl config (YAML), a `vllm serve` or a
+                                               llama-server line into the request; options given
+                                               win over it
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
   gpumem run --request FILE|-                  answer any API request (docs/api.md)
@@ -563,7 +565,13 @@ bool from_file(const arguments& args, ordered_json& request) {
     if (format.empty())
       format = yaml.is_object() && yaml.contains("base_model") ? "axolotl" : "accelerate";
   }
-  if (format.empty()) format = tree.is_object() ? "deepspeed" : "vllm";
+  if (format.empty()) {
+    const auto first = text.find_first_not_of(" \t\r\n");
+    const bool llama = first != std::string::npos &&
+                       text.find("llama-", first) != std::string::npos &&
+                       text.find("llama-", first) < text.find_first_of(" \t\n", first);
+    format = tree.is_object() ? "deepspeed" : llama ? "llama_cpp" : "vllm";
+  }
   // Only what the command line says overrides the file: drop the options' defaults.
   ordered_json own = request;
   own.erase("api_version");
@@ -575,11 +583,12 @@ bool from_file(const arguments& args, ordered_json& request) {
   for (auto it = own.begin(); it != own.end();) {
     it = it->is_object() && it->empty() ? own.erase(it) : std::next(it);
   }
-  ordered_json import = {{"api_version", 1},
-                         {"command", "import"},
-                         {"format", format},
-                         {"file", format == "vllm" ? ordered_json(text) : ordered_json(tree)},
-                         {"request", own}};
+  ordered_json import = {
+      {"api_version", 1},
+      {"command", "import"},
+      {"format", format},
+      {"file", format == "vllm" || format == "llama_cpp" ? ordered_json(text) : ordered_json(tree)},
+      {"request", own}};
   ordered_json response;
   if (!call(import, response)) return false;
   const auto& r = response["result"];
@@ -608,7 +617,8 @@ bool from_file(const arguments& args, ordered_json& request) {
 int export_command(const arguments& args) {
   if (!args.options.count("format")) {
     return fail(
-        "export needs --format deepspeed|accelerate|axolotl|torchrun|transformers|vllm|llama_cpp");
+        "export needs --format "
+        "deepspeed|accelerate|axolotl|litgpt|torchrun|transformers|vllm|llama_cpp");
   }
   ordered_json request;
   if (!estimate_request(args, request)) return bad_input;

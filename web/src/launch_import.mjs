@@ -6,7 +6,7 @@ import { escapeHtml } from './format.mjs';
 import { grouped } from './format.mjs';
 
 export const importHtml = () => `<details class="launch-import" data-testid="launch-import">
-  <summary>Check your own: paste a DeepSpeed, accelerate or axolotl config, or a <code>vllm serve</code> line</summary>
+  <summary>Check your own: paste a DeepSpeed, accelerate or axolotl config, or a <code>vllm serve</code> or <code>llama-server</code> line</summary>
   <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your launch config"></textarea>
   <p><button type="button" data-launch-read>Read it</button></p>
   <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
@@ -28,6 +28,7 @@ export async function pastedFormat(text, yaml) {
     }
   }
   if (/^(\S*\/)?vllm\s/.test(trimmed) || /^python3? -m vllm/.test(trimmed)) return { format: 'vllm', file: trimmed };
+  if (/^(\S*\/)?llama-(server|cli)\s/.test(trimmed)) return { format: 'llama_cpp', file: trimmed };
   try {
     const tree = (await yaml()).parse(trimmed, { version: '1.1' });
     if (isMapping(tree) && 'base_model' in tree) return { format: 'axolotl', file: tree };
@@ -62,6 +63,10 @@ function formSide(request, format) {
       if (w[key] !== undefined) out.workload[key] = w[key];
     }
     if (w.phase === 'inference') delete out.workload.weights;
+  } else if (format === 'llama_cpp') {
+    // A GGUF file's line: the model and the requests' lengths are the form's.
+    out.model = request.model;
+    out.workload = { seq_len: w.seq_len, new_tokens: w.new_tokens ?? 256 };
   } else {
     out.workload = { micro_batch: w.micro_batch ?? 1, seq_len: w.seq_len, new_tokens: w.new_tokens ?? 256 };
   }
@@ -82,7 +87,7 @@ export function stateFromImport(request) {
   if (w.micro_batch !== undefined) next.mb = String(w.micro_batch);
   if (w.seq_len !== undefined) next.seq = String(w.seq_len);
   if (w.phase === 'inference') {
-    Object.assign(next, { phase: 'inference', fw: 'vllm', kv: 'auto', solve: '' });
+    Object.assign(next, { phase: 'inference', fw: w.framework === 'llama_cpp' ? 'llama_cpp' : 'vllm', kv: 'auto', solve: '' });
     if (w.new_tokens !== undefined) next.new = String(w.new_tokens);
     if (w.kv_cache?.dtype) next.kvdtype = w.kv_cache.dtype;
     if (w.weights) next.weights = w.weights;
@@ -108,7 +113,7 @@ const list = (title, gaps) => (gaps.length
 export async function readPasted(client, request, text, out, apply, yaml) {
   const pasted = await pastedFormat(text, yaml);
   if (!pasted) {
-    out.innerHTML = '<p class="error">Paste a DeepSpeed config (JSON), an accelerate or axolotl config (YAML) or a <code>vllm serve MODEL …</code> line.</p>';
+    out.innerHTML = '<p class="error">Paste a DeepSpeed config (JSON), an accelerate or axolotl config (YAML), or a <code>vllm serve MODEL …</code> or <code>llama-server …</code> line.</p>';
     return;
   }
   const [read] = await client.run([{ command: 'import', ...pasted, request: formSide(request, pasted.format) }]);

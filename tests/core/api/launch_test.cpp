@@ -252,6 +252,38 @@ TEST_CASE("the training formats write what their projects read") {
   CHECK(text.find("torch_dtype=torch.bfloat16") != std::string::npos);
 }
 
+TEST_CASE("litgpt's command line: its subcommand, precision, quantisation and LoRA switches") {
+  const json qlora =
+      exported(training({{"method", "single"}},
+                        {{"framework", "litgpt"},
+                         {"finetune", "lora"},
+                         {"weights", "nf4_double_quant"},
+                         {"compute", "pure_bf16"},
+                         {"grad_accumulation", 8},
+                         {"lora", {{"r", 16}, {"targets", {"q_proj", "k_proj", "v_proj"}}}}},
+                        1),
+               "litgpt");
+  REQUIRE(qlora.value("ok", false));
+  CHECK(
+      qlora.at("result").at("command") ==
+      "litgpt finetune lora checkpoints/meta-llama/Llama-3.2-1B --devices 1 --precision bf16-true "
+      "--quantize bnb.nf4-dq --lora_r 16 --lora_dropout 0.05 --lora_query true --lora_key true "
+      "--lora_value true --lora_projection false --lora_mlp false --lora_head false "
+      "--train.micro_batch_size 2 --train.global_batch_size 16 --train.max_seq_length 1024");
+  // FSDP over several devices checkpoints every block: a setup without it is not litgpt's.
+  const json fsdp = exported(
+      training({{"method", "fsdp_full_shard"}}, {{"framework", "litgpt"}, {"finetune", "full"}}, 4),
+      "litgpt");
+  REQUIRE_FALSE(fsdp.value("ok", true));
+  CHECK(fsdp.at("error").at("field") == "workload.grad_ckpt");
+  const json full =
+      exported(training({{"method", "fsdp_full_shard"}},
+                        {{"framework", "litgpt"}, {"finetune", "full"}, {"grad_ckpt", true}}, 4),
+               "litgpt");
+  REQUIRE(full.value("ok", false));
+  CHECK(full.at("result").at("command").get<std::string>().rfind("litgpt finetune full ", 0) == 0);
+}
+
 TEST_CASE("a format refuses what it cannot run, naming the field") {
   const auto refused = [](const json& answer) {
     REQUIRE_FALSE(answer.value("ok", true));
@@ -263,7 +295,7 @@ TEST_CASE("a format refuses what it cannot run, naming the field") {
             .at("field") == "workload.compute");
   CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "vllm")).at("field") ==
         "format");
-  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "litgpt"))
+  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "torchtune"))
             .at("message")
             .get<std::string>()
             .find("not written yet") != std::string::npos);
@@ -275,6 +307,41 @@ TEST_CASE("a format refuses what it cannot run, naming the field") {
   // A request the estimate refuses is refused as the estimate refuses it.
   CHECK(refused(exported(training({{"method", "zero2"}}, {{"micro_batch", 0}}), "deepspeed"))
             .at("field") == "workload.micro_batch");
+}
+
+TEST_CASE("a llama-server line round-trips under the requests' own lengths") {
+  for (const char* weights : {"gguf_q4_k_m", "gguf_q8_0"}) {
+    const json request = {{"command", "estimate"},
+                          {"model", "meta-llama/Llama-3.1-8B"},
+                          {"cluster", {{"gpu", "rtx-4090"}}},
+                          {"workload",
+                           {{"phase", "inference"},
+                            {"framework", "llama_cpp"},
+                            {"weights", weights},
+                            {"micro_batch", 4},
+                            {"seq_len", 3000},
+                            {"new_tokens", 200}}}};
+    const json original = call(request);
+    REQUIRE(original.value("ok", false));
+    const json out = exported(request, "llama_cpp");
+    REQUIRE(out.value("ok", false));
+    const json back = call({{"command", "import"},
+                            {"format", "llama_cpp"},
+                            {"file", out.at("result").at("command")},
+                            {"request",
+                             {{"model", "meta-llama/Llama-3.1-8B"},
+                              {"cluster", {{"gpu", "rtx-4090"}}},
+                              {"workload", {{"seq_len", 3000}, {"new_tokens", 200}}}}}});
+    REQUIRE(back.value("ok", false));
+    CHECK(back.at("result").at("ignored").empty());
+    json again = back.at("result").at("request");
+    CHECK(again.at("workload").at("micro_batch") == 4);
+    CHECK(again.at("workload").at("weights") == weights);
+    again["command"] = "estimate";
+    const json estimate = call(again);
+    REQUIRE(estimate.value("ok", false));
+    CHECK(estimate.at("result").at("peak_bytes") == original.at("result").at("peak_bytes"));
+  }
 }
 
 TEST_CASE("a malformed launch file is an answer, never an exception") {
@@ -311,6 +378,12 @@ TEST_CASE("a malformed launch file is an answer, never an exception") {
         CHECK(answer.contains("ok"));
       }
     }
+  }
+  for (const json& file : {json("llama-server"), json("llama-server -c x -np 0 -m"),
+                           json("llama-server -np 99999999999 -c 1e30 -ctk q4_0 --foo")}) {
+    const json answer = call({{"command", "import"}, {"format", "llama_cpp"}, {"file", file}});
+    CHECK(answer.is_object());
+    CHECK(answer.contains("ok"));
   }
   for (const json& file : {json(5), json(""), json("vllm serve"), json("vllm serve 'm"),
                            json("vllm serve m --tensor-parallel-size -3 --max-model-len x"),

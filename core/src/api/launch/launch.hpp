@@ -53,9 +53,10 @@ struct launch_output {
 };
 
 // The formats `export` writes, and those it does not write yet (named in its refusal).
-inline constexpr const char* launch_formats[] = {
-    "deepspeed", "accelerate", "torchrun", "axolotl", "transformers", "vllm", "llama_cpp"};
-inline constexpr const char* launch_formats_planned[] = {"torchtune", "litgpt"};
+inline constexpr const char* launch_formats[] = {"deepspeed", "accelerate", "torchrun",
+                                                 "axolotl",   "litgpt",     "transformers",
+                                                 "vllm",      "llama_cpp"};
+inline constexpr const char* launch_formats_planned[] = {"torchtune"};
 
 // The format's files and launch line for `setup`, or request.invalid_value naming the field the
 // format cannot run (a method it lacks, a framework other than its own).
@@ -65,6 +66,8 @@ result<launch_output> export_serving(const launch_setup& setup, const std::strin
 result<launch_output> export_transformers(const launch_setup& setup);
 // axolotl's YAML config (launch_axolotl.cpp).
 result<launch_output> export_axolotl(const launch_setup& setup);
+// litgpt's finetune command line (launch_litgpt.cpp).
+result<launch_output> export_litgpt(const launch_setup& setup);
 
 // `import`: a launch file read back into request fields. `fields` holds the request's members
 // the file sets (model, cluster, parallel, workload: merged under the caller's own request,
@@ -84,8 +87,9 @@ result<launch_import> import_deepspeed(const nlohmann::ordered_json& config,
 // The transformers export's content as the Python that builds it (launch_python.cpp).
 std::string python_text(const nlohmann::ordered_json& content, const std::string& model_id);
 
-// A `vllm serve` command line.
+// A `vllm serve` command line, and a llama.cpp `llama-server` one.
 result<launch_import> import_vllm(const std::string& line);
+result<launch_import> import_llama_cpp(const std::string& line);
 // An axolotl config and an accelerate config, each a YAML file the caller parsed into a tree.
 result<launch_import> import_axolotl(const nlohmann::ordered_json& config);
 result<launch_import> import_accelerate(const nlohmann::ordered_json& config);

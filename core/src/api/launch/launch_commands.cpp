@@ -60,7 +60,7 @@ void merge_over(json& base, const json& over, const std::string& path, json& ove
 result<std::string> read_launch_format(const json& request) {
   const json& format = request.value("format", json());
   const auto accepted =
-      "one of deepspeed, accelerate, torchrun, axolotl, transformers, vllm, llama_cpp";
+      "one of deepspeed, accelerate, torchrun, axolotl, litgpt, transformers, vllm, llama_cpp";
   if (!format.is_string()) {
     return error{"request.missing_field", "format",
                  std::string("[format] is required: ") + accepted};
@@ -150,10 +150,11 @@ result<json> export_answer(const json& request, const std::string& format,
 result<json> import_answer(const json& request, std::uint64_t hidden_size) {
   const json& format = request.value("format", json());
   if (!format.is_string() || (format != "deepspeed" && format != "vllm" && format != "axolotl" &&
-                              format != "accelerate")) {
-    return error{"request.invalid_value", "format",
-                 "[format] import reads deepspeed (a config's JSON), accelerate and axolotl (a "
-                 "config's YAML as a tree) or vllm (a `vllm serve` line)"};
+                              format != "accelerate" && format != "llama_cpp")) {
+    return error{
+        "request.invalid_value", "format",
+        "[format] import reads deepspeed (a config's JSON), accelerate and axolotl (a "
+        "config's YAML as a tree), vllm (a `vllm serve` line) or llama_cpp (a llama-server line)"};
   }
   const json& file = request.value("file", json());
   result<launch_import> read = error{};
@@ -168,9 +169,10 @@ result<json> import_answer(const json& request, std::uint64_t hidden_size) {
     read = import_accelerate(file);
   } else {
     if (!file.is_string()) {
-      return error{"request.invalid_type", "file", "[file] a `vllm serve` line: a string"};
+      return error{"request.invalid_type", "file", "[file] a command line: a string"};
     }
-    read = import_vllm(file.get<std::string>());
+    read = format == "vllm" ? import_vllm(file.get<std::string>())
+                            : import_llama_cpp(file.get<std::string>());
   }
   if (!read.ok()) return read.failure();
   json merged = read.value().fields;

@@ -1,5 +1,6 @@
 // A user's launch file read back into request fields: a DeepSpeed config and a `vllm serve`
 // line, the same keys the exports write (launch_training.cpp, launch_serving.cpp).
+#include <cctype>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -314,6 +315,96 @@ std::string shell_line(const std::vector<std::string>& words) {
     line += '\'';
   }
   return line;
+}
+
+}  // namespace gpumem
+
+namespace gpumem {
+
+namespace {
+
+// A GGUF file name's quantisation (model-Q4_K_M.gguf), as llama.cpp's llama-quantize names the
+// types, when gpumem estimates it.
+std::optional<std::string> gguf_in_file_name(std::string file) {
+  for (char& ch : file) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* type : {"q8_0", "q6_k", "q5_k_m", "q4_k_m", "q3_k_m", "q2_k"}) {
+    if (file.find(type) != std::string::npos) return std::string("gguf_") + type;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+result<launch_import> import_llama_cpp(const std::string& line) {
+  auto words = shell_words(line, "file");
+  if (!words.ok()) return words.failure();
+  const auto& w = words.value();
+  if (w.empty() || w[0].find("llama-") == std::string::npos) {
+    return bad("file", "a llama.cpp line starts with llama-server or llama-cli");
+  }
+  launch_import out;
+  json workload = {{"phase", "inference"}, {"framework", "llama_cpp"}};
+  json kv = json::object();
+  std::uint64_t context = 0;
+  std::uint64_t slots = 1;
+  for (std::size_t at = 1; at < w.size(); ++at) {
+    const std::string& name = w[at];
+    const std::string value = at + 1 < w.size() ? w[at + 1] : "";
+    char* end = nullptr;
+    const double number = std::strtod(value.c_str(), &end);
+    const bool whole = !value.empty() && end && *end == '\0' && number >= 1 && number < 1e9 &&
+                       std::floor(number) == number;
+    if ((name == "-m" || name == "--model") && !value.empty()) {
+      if (auto type = gguf_in_file_name(value))
+        workload["weights"] = *type;
+      else
+        out.ignored.push_back({name, "the file's quantisation is not in its name: state weights"});
+      ++at;
+    } else if ((name == "-c" || name == "--ctx-size") && whole) {
+      context = static_cast<std::uint64_t>(number);
+      ++at;
+    } else if ((name == "-np" || name == "--parallel") && whole) {
+      slots = static_cast<std::uint64_t>(number);
+      ++at;
+    } else if ((name == "-ctk" || name == "--cache-type-k" || name == "-ctv" ||
+                name == "--cache-type-v") &&
+               !value.empty()) {
+      // gpumem's cache dtypes in llama.cpp's names; its quantised caches keep a scale per block.
+      if (value == "f16")
+        kv["dtype"] = "fp16";
+      else if (value == "bf16")
+        kv["dtype"] = "bf16";
+      else if (value == "f32")
+        kv["dtype"] = "fp32";
+      else
+        out.ignored.push_back({name, value + " is not a cache type gpumem estimates"});
+      ++at;
+    } else if ((name == "-ngl" || name == "--n-gpu-layers" || name == "-sm" ||
+                name == "--split-mode") &&
+               !value.empty()) {
+      if (name == "-ngl" || name == "--n-gpu-layers") {
+        if (!(whole && number >= 999))
+          out.assumed.push_back({name, "every layer on the GPUs, as gpumem estimates"});
+      }
+      ++at;
+    } else {
+      out.ignored.push_back({name, "not modelled (no effect on the estimate)"});
+    }
+  }
+  workload["micro_batch"] = slots;
+  if (context > 0) {
+    // llama-server splits -c evenly over its -np slots (tools/server/server.cpp).
+    const std::uint64_t per_slot = context / slots;
+    workload["seq_len"] = per_slot > 1 ? per_slot - 1 : 1;
+    workload["new_tokens"] = 1;
+    out.assumed.push_back({"-c",
+                           "each slot's share of the context read as one prompt of that "
+                           "length less one new token; state seq_len and new_tokens for "
+                           "the requests you expect"});
+  }
+  if (!kv.empty()) workload["kv_cache"] = std::move(kv);
+  out.fields["workload"] = std::move(workload);
+  return out;
 }
 
 }  // namespace gpumem

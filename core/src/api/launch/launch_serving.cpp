@@ -1,4 +1,5 @@
 // The serving formats: `vllm serve` and llama.cpp's `llama-server` command lines.
+#include <cctype>
 #include <string>
 #include <vector>
 
