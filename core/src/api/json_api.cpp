@@ -532,8 +532,9 @@ std::string gpus_command(const json& request) {
 }
 
 // export: the estimate request's setup as a launch format's files and command (it must
-// estimate: the answer carries the estimate's peak and verdict).
-std::string export_command(const json& request) {
+// estimate: the answer carries the estimate's peak and verdict). Kept out of handle_request's
+// body (noinline): inlined, export and import added 70 KB to the page's download.
+[[gnu::noinline]] std::string export_command(const json& request) {
   auto format = read_launch_format(request);
   if (!format.ok()) return respond_error(format.failure());
   json estimate_request = request;
@@ -562,7 +563,7 @@ std::string export_command(const json& request) {
 
 // import: a launch file (`file`: a DeepSpeed config's JSON, a `vllm serve` line) read into the
 // estimate request it describes, `request`'s own fields over it.
-std::string import_command(const json& request) {
+[[gnu::noinline]] std::string import_command(const json& request) {
   if (auto e = unknown_keys(request, "", {"api_version", "command", "format", "file", "request"})) {
     return respond_error(*e);
   }

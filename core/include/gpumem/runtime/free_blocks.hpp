@@ -10,22 +10,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace gpumem {
 
 class free_blocks {
  public:
-  // (size, block index), ordered by size then index. A plain struct, not std::pair: its copies
-  // are trivial, so a vector's insertions and erasures move the entries with one memmove.
-  struct key {
-    std::uint64_t size;
-    int index;
-    bool operator<(const key& other) const {
-      return size != other.size ? size < other.size : index < other.index;
-    }
-    bool operator==(const key& other) const { return size == other.size && index == other.index; }
-  };
+  using key = std::pair<std::uint64_t, int>;  // (size, block index)
   // Above this many free blocks the tree takes over (and keeps them until the replay ends).
   static constexpr std::size_t tree_above = 1024;
 
@@ -58,10 +50,10 @@ class free_blocks {
     const key probe{size, -1};
     if (!tree_.empty()) {
       const auto fit = tree_.lower_bound(probe);
-      return fit == tree_.end() ? -1 : fit->index;
+      return fit == tree_.end() ? -1 : fit->second;
     }
     const auto fit = std::lower_bound(sorted_.begin(), sorted_.end(), probe);
-    return fit == sorted_.end() ? -1 : fit->index;
+    return fit == sorted_.end() ? -1 : fit->second;
   }
 
  private:
