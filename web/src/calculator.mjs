@@ -6,7 +6,7 @@
 import { answerHtml, detailsHtml } from './answer.mjs';
 import { compareSection } from './compare.mjs';
 import { advancedHtml, clearFieldErrors, primaryHtml, showFieldError, syncForm } from './form.mjs';
-import { escapeHtml, grouped } from './format.mjs';
+import { escapeHtml, grouped, messageText } from './format.mjs';
 import { FIELD_LABELS, FORM_UNITS, formFieldOf } from './labels.mjs';
 import { modelPicker } from './model_picker.mjs';
 import { MAX_CONFIG_CODE, decodeConfig, encodeConfig } from './share.mjs';
@@ -21,7 +21,7 @@ import {
 export function friendlyError(error, state) {
   const key = formFieldOf(error.field ?? '');
   const label = key ? FIELD_LABELS[key] : null;
-  let text = String(error.message ?? error).replace(/^\[[^\]]*\]\s*/, '');
+  let text = messageText(error.message ?? error);
   text = text.replace(/\[([a-z_.]+)\]/g, (whole, field) => {
     const k = formFieldOf(field);
     return k ? `“${FIELD_LABELS[k]}”` : whole;

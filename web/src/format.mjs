@@ -41,3 +41,6 @@ export function duration(seconds) {
   if (seconds < 2 * 86400) return `${grouped(seconds / 3600, 1)} hours`;
   return `${grouped(seconds / 86400, 1)} days`;
 }
+
+// A core error's message without its leading "[field]" (the page says the field in its words).
+export const messageText = (message) => String(message).replace(/^\[[^\]]*\]\s*/, '');

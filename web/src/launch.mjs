@@ -2,8 +2,9 @@
 // writes them (docs/api.md, export), each with a copy button. A YAML file is written by npm's
 // yaml (YAML 1.1, as PyYAML reads accelerate's config), loaded only when one is first shown
 // (yaml.js). Nothing here decides a value: the core does.
-import { escapeHtml } from './format.mjs';
+import { escapeHtml, messageText } from './format.mjs';
 import { importHtml } from './launch_import.mjs';
+import { copyText } from './clipboard.mjs';
 
 const LABELS = {
   deepspeed: 'DeepSpeed', accelerate: 'accelerate', axolotl: 'axolotl', litgpt: 'litgpt', torchrun: 'torchrun', transformers: 'transformers',
@@ -70,23 +71,12 @@ async function fileText(file) {
   return stringify(file.content, { version: '1.1' });
 }
 
-async function copy(text, button) {
-  const label = button.textContent;
-  try {
-    await navigator.clipboard.writeText(text);
-    button.textContent = 'Copied';
-  } catch {
-    window.prompt('Copy:', text);  // clipboard refused (file://, permissions)
-  }
-  setTimeout(() => { button.textContent = label; }, 1200);
-}
-
 // Shows `format`'s files for the view in `box` (the core's answer, or its refusal).
 export async function showLaunch(client, view, format, box) {
   box.innerHTML = '<p class="hint">Writing…</p>';
   const [answer] = await client.run([{ ...launchRequest(view), format }]);
   if (!answer.ok) {
-    box.innerHTML = `<p class="error">${escapeHtml(answer.error.message.replace(/^\[[^\]]*\]\s*/, ''))}</p>`;
+    box.innerHTML = `<p class="error">${escapeHtml(messageText(answer.error.message))}</p>`;
     return;
   }
   const r = answer.result;
@@ -97,7 +87,7 @@ export async function showLaunch(client, view, format, box) {
       <button type="button" data-copy="${i}">Copy</button></div><pre><code>${escapeHtml(b.text)}</code></pre></div>`).join('')
     + (r.not_expressed.length ? `<ul class="notes">${r.not_expressed.map((g) => `<li>${escapeHtml(g.reason.charAt(0).toUpperCase() + g.reason.slice(1))}.</li>`).join('')}</ul>` : '');
   for (const button of box.querySelectorAll('[data-copy]')) {
-    button.addEventListener('click', () => copy(blocks[Number(button.dataset.copy)].text, button));
+    button.addEventListener('click', () => copyText(blocks[Number(button.dataset.copy)].text, button));
   }
   for (const button of box.parentElement.querySelectorAll('[data-launch]')) {
     button.setAttribute('aria-pressed', String(button.dataset.launch === format));

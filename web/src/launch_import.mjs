@@ -2,8 +2,7 @@
 // core's import (docs/api.md) under what the file cannot say (the model, the GPU, the sequence,
 // the fine-tuning kind, the requests' lengths: the form's), estimated, and offered to the form.
 // Nothing here reads a key itself: the core does.
-import { escapeHtml } from './format.mjs';
-import { grouped } from './format.mjs';
+import { escapeHtml, grouped, messageText } from './format.mjs';
 
 export const importHtml = () => `<details class="launch-import" data-testid="launch-import">
   <summary>Check your own: paste a DeepSpeed, accelerate or axolotl config, or a <code>vllm serve</code> or <code>llama-server</code> line</summary>
@@ -118,7 +117,7 @@ export async function readPasted(client, request, text, out, apply, yaml) {
   }
   const [read] = await client.run([{ command: 'import', ...pasted, request: formSide(request, pasted.format) }]);
   if (!read.ok) {
-    out.innerHTML = `<p class="error">${escapeHtml(read.error.message.replace(/^\[[^\]]*\]\s*/, ''))}</p>`;
+    out.innerHTML = `<p class="error">${escapeHtml(messageText(read.error.message))}</p>`;
     return;
   }
   const r = read.result;
@@ -129,7 +128,7 @@ export async function readPasted(client, request, text, out, apply, yaml) {
   const verdict = estimate.ok
     ? `<p data-testid="launch-import-verdict" data-peak-bytes="${estimate.result.peak_bytes}"><strong>${grouped(estimate.result.peak_bytes / 2 ** 30, 1)} GiB per GPU</strong> — ${
       estimate.result.verdict === 'fits' ? 'it fits' : estimate.result.verdict === 'tight' ? 'tight: within the memory, not the headroom' : 'it does not fit'}.</p>`
-    : `<p class="error">${escapeHtml(estimate.error.message.replace(/^\[[^\]]*\]\s*/, ''))}</p>`;
+    : `<p class="error">${escapeHtml(messageText(estimate.error.message))}</p>`;
   out.innerHTML = verdict
     + list('Contradictions in the file:', r.conflicts)
     + list('Read with an assumption:', r.assumed)

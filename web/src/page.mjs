@@ -5,19 +5,9 @@
 import { mountCalculator } from './calculator.mjs';
 import { compileWasm, inThreadClient, workerClient } from './core_client.mjs';
 import { cliFor, queryFromState, stateFromQuery } from './state.mjs';
+import { copyText } from './clipboard.mjs';
 
 const byId = (id) => document.getElementById(id);
-
-async function copy(text, button) {
-  const label = button.textContent;
-  try {
-    await navigator.clipboard.writeText(text);
-    button.textContent = 'Copied';
-  } catch {
-    window.prompt('Copy:', text);  // clipboard refused (file://, permissions)
-  }
-  setTimeout(() => { button.textContent = label; }, 1200);
-}
 
 // Offline: a service worker pre-caches the site; a new version waits until the user reloads.
 function registerServiceWorker() {
@@ -75,7 +65,7 @@ export async function startPage({ compact = false, client = coreClient() } = {})
       ['copy-json', () => JSON.stringify(calculator.request(), null, 2)],
       ['copy-cli', () => cliFor(calculator.request())],
     ]) {
-      byId(id)?.addEventListener('click', (event) => copy(text(), event.currentTarget));
+      byId(id)?.addEventListener('click', (event) => copyText(text(), event.currentTarget));
     }
     // After the first answer, so that pre-caching the site does not compete with it.
     if (!compact) calculator.started.then(registerServiceWorker);

@@ -16,13 +16,31 @@
 
 namespace gpumem {
 
+// A format's refusal of a request field: request.invalid_value, "[field] message".
+error launch_refusal(const std::string& field, const std::string& message);
+
+// ZeRO stages 1-3 (DeepSpeed's engine).
+bool zero_sharding(data_parallel dp);
+
+// FSDP's sharding strategy for a parallel.method, as the HF Trainer and axolotl spell it
+// (full_shard, shard_grad_op, hybrid_shard).
+const char* fsdp_strategy(const std::string& method);
+
+// FSDP's CPUOffload moves parameters, gradients and the optimizer step to the host together:
+// whether `offload` is that (true) or nothing (false), or why neither.
+result<bool> fsdp_host_offload(const offload_placement& offload);
+
+// The HF Trainer's optimizer name (TrainingArguments.optim, transformers training_args.py
+// OptimizerNames), which axolotl's `optimizer` takes too.
+result<std::string> trainer_optim(const training_config& config);
+
 // The setup an export writes, read and checked as an estimate reads it.
 struct launch_setup {
   std::string model_id;  // the Hub id (a preset's, a config's name), or "" for a pasted config
   const model_spec* spec = nullptr;
   cluster_spec cluster;
   bool inference = false;
-  // Training:
+  // Training (the offload and DeepSpeed's buckets are the parallel layout's):
   training_config training;
   training_parallel parallel;
   std::string method;  // parallel.method as the request names it

@@ -10,10 +10,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-error bad(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
 std::string text(const json& object, const char* key) {
   const auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
@@ -34,9 +30,10 @@ bool yes(const json& object, const char* key) {
 }
 
 std::optional<error> deepspeed_plugin(const json& ds, json& parallel, json& workload) {
-  if (!ds.is_object()) return bad("deepspeed_config", "must be a mapping");
+  if (!ds.is_object()) return launch_refusal("deepspeed_config", "must be a mapping");
   const auto stage = count(ds, "zero_stage");
-  if (!stage || *stage > 3) return bad("deepspeed_config.zero_stage", "must be 1, 2 or 3");
+  if (!stage || *stage > 3)
+    return launch_refusal("deepspeed_config.zero_stage", "must be 1, 2 or 3");
   parallel["method"] = "zero" + std::to_string(*stage);
   json offload = json::object();
   const std::string optimizer = text(ds, "offload_optimizer_device");
@@ -67,7 +64,7 @@ void fsdp_plugin(const json& f, json& parallel, json& workload) {
 }  // namespace
 
 result<launch_import> import_accelerate(const json& config) {
-  if (!config.is_object()) return bad("file", "an accelerate config is a YAML mapping");
+  if (!config.is_object()) return launch_refusal("file", "an accelerate config is a YAML mapping");
   launch_import out;
   json parallel = json::object();
   json workload = json::object();
@@ -80,16 +77,16 @@ result<launch_import> import_accelerate(const json& config) {
       return *e;
   } else if (type == "FSDP") {
     const json& f = config.value("fsdp_config", json::object());
-    if (!f.is_object()) return bad("fsdp_config", "must be a mapping");
+    if (!f.is_object()) return launch_refusal("fsdp_config", "must be a mapping");
     fsdp_plugin(f, parallel, workload);
   } else if (type == "MULTI_GPU") {
     parallel["method"] = "ddp";
   } else if (type == "NO" || type.empty()) {
     parallel["method"] = "single";
   } else {
-    return bad("distributed_type", type +
-                                       " is not one gpumem estimates (NO, MULTI_GPU, "
-                                       "DEEPSPEED, FSDP)");
+    return launch_refusal("distributed_type", type +
+                                                  " is not one gpumem estimates (NO, MULTI_GPU, "
+                                                  "DEEPSPEED, FSDP)");
   }
   const std::string precision = text(config, "mixed_precision");
   if (precision == "bf16") workload["compute"] = "amp_bf16";

@@ -13,34 +13,12 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-error cannot(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
-bool zero_method(data_parallel d) {
-  return d == data_parallel::zero1 || d == data_parallel::zero2 || d == data_parallel::zero3;
-}
-
-// axolotl's optimizer names (TrainingArguments' OptimizerNames).
-result<std::string> optimizer_name(const training_config& c) {
-  if (c.optimizer == optimizer_kind::adamw) {
-    if (c.adamw_impl == adamw_implementation::for_loop) {
-      return cannot("workload.optimizer_impl", "axolotl's AdamW takes PyTorch's foreach default");
-    }
-    return std::string(c.adamw_impl == adamw_implementation::fused ? "adamw_torch_fused"
-                                                                   : "adamw_torch");
-  }
-  if (c.optimizer == optimizer_kind::adamw_8bit) return std::string("adamw_bnb_8bit");
-  if (c.optimizer == optimizer_kind::adafactor) return std::string("adafactor");
-  return cannot("workload.optimizer", "axolotl has no optimizer name for this one here");
-}
-
 // The precision keys: under axolotl bf16/fp16 also load the model in that dtype, so a fully
 // trained model trains in 16 bits (pure), unless DeepSpeed keeps fp32 masters (amp under ZeRO).
 std::optional<error> precision(const launch_setup& s, json& config) {
   const training_config& c = s.training;
   const bool full = c.finetune == finetune_kind::full;
-  const bool zero = zero_method(s.parallel.sharding);
+  const bool zero = zero_sharding(s.parallel.sharding);
   const bool bf16 =
       c.compute == compute_precision::amp_bf16 || c.compute == compute_precision::pure_bf16;
   const bool fp16 =
@@ -48,15 +26,15 @@ std::optional<error> precision(const launch_setup& s, json& config) {
   const bool pure =
       c.compute == compute_precision::pure_bf16 || c.compute == compute_precision::pure_fp16;
   if (full && !zero && (bf16 || fp16) && !pure) {
-    return cannot("workload.compute",
-                  "axolotl's bf16/fp16 load a fully trained model in 16 bits "
-                  "(pure_bf16, pure_fp16 here); autocast over fp32 weights is "
-                  "not one of its settings");
+    return launch_refusal("workload.compute",
+                          "axolotl's bf16/fp16 load a fully trained model in 16 bits "
+                          "(pure_bf16, pure_fp16 here); autocast over fp32 weights is "
+                          "not one of its settings");
   }
   if ((!full || zero) && pure) {
-    return cannot("workload.compute",
-                  "axolotl keeps fp32 adapters (and DeepSpeed fp32 masters): "
-                  "pure 16-bit is not one of its settings here");
+    return launch_refusal("workload.compute",
+                          "axolotl keeps fp32 adapters (and DeepSpeed fp32 masters): "
+                          "pure 16-bit is not one of its settings here");
   }
   config["bf16"] = bf16;
   config["fp16"] = fp16;
@@ -92,21 +70,23 @@ void adapter_keys(const training_config& c, json& config) {
 result<launch_output> export_axolotl(const launch_setup& s) {
   const training_config& c = s.training;
   if (c.framework != framework_profile::transformers) {
-    return cannot("workload.framework",
-                  "axolotl runs transformers models; this setup runs "
-                  "another framework");
+    return launch_refusal("workload.framework",
+                          "axolotl runs transformers models; this setup runs "
+                          "another framework");
   }
   if (s.parallel.tp > 1 || s.parallel.cp > 1 || s.parallel.pp > 1 || s.method == "gemini") {
-    return cannot("parallel.method", "axolotl runs data parallelism, ZeRO and FSDP here, not " +
-                                         s.method + " with these degrees");
+    return launch_refusal("parallel.method",
+                          "axolotl runs data parallelism, ZeRO and FSDP here, not " + s.method +
+                              " with these degrees");
   }
   if (c.finetune != finetune_kind::full && c.finetune != finetune_kind::lora) {
-    return cannot("workload.finetune", "axolotl's adapters here: LoRA, QLoRA, DoRA");
+    return launch_refusal("workload.finetune", "axolotl's adapters here: LoRA, QLoRA, DoRA");
   }
-  if (c.offload.activations != offload_target::none) {
-    return cannot("parallel.offload.activations", "axolotl does not move saved activations");
+  if (s.parallel.offload.activations != offload_target::none) {
+    return launch_refusal("parallel.offload.activations",
+                          "axolotl does not move saved activations");
   }
-  auto optimizer = optimizer_name(c);
+  auto optimizer = trainer_optim(c);  // axolotl hands its optimizer to TrainingArguments
   if (!optimizer.ok()) return optimizer.failure();
   json config = json::object();
   config["base_model"] = s.model_id.empty() ? "MODEL_ID" : s.model_id;
@@ -128,37 +108,27 @@ result<launch_output> export_axolotl(const launch_setup& s) {
   config["gradient_checkpointing"] = c.grad_ckpt && !fsdp;
   if (c.attention == attention_kernel::flash) config["flash_attention"] = true;
   if (c.attention == attention_kernel::sdpa) config["sdp_attention"] = true;
-  if (zero_method(s.parallel.sharding))
+  if (zero_sharding(s.parallel.sharding))
     config["deepspeed"] = "ds_config.json";  // DeepSpeed's export
   if (fsdp) {
-    const std::string how = s.method == "fsdp_full_shard"      ? "full_shard"
-                            : s.method == "fsdp_shard_grad_op" ? "shard_grad_op"
-                                                               : "hybrid_shard";
-    json modes = {how, "auto_wrap"};
-    // FSDP's CPUOffload moves parameters, gradients and the optimizer step together.
-    const offload_placement& o = c.offload;
-    const bool host = o.params == offload_target::cpu;
-    if ((host && (o.optimizer != offload_target::cpu || o.gradients != offload_target::cpu)) ||
-        (!host && o.any())) {
-      return cannot("parallel.offload",
-                    "FSDP offloads parameters, gradients and the optimizer "
-                    "to the host together, never to NVMe");
-    }
-    if (host) modes.push_back("offload");
+    json modes = {fsdp_strategy(s.method), "auto_wrap"};
+    const auto host = fsdp_host_offload(s.parallel.offload);
+    if (!host.ok()) return host.failure();
+    if (host.value()) modes.push_back("offload");
     config["fsdp"] = std::move(modes);
-    config["fsdp_config"] = {{"fsdp_offload_params", host},
+    config["fsdp_config"] = {{"fsdp_offload_params", host.value()},
                              {"fsdp_auto_wrap_policy", "TRANSFORMER_BASED_WRAP"},
                              {"fsdp_state_dict_type", "SHARDED_STATE_DICT"},
                              {"fsdp_use_orig_params", true},
                              {"fsdp_activation_checkpointing", c.grad_ckpt}};
-  } else if (c.offload.any() && !zero_method(s.parallel.sharding)) {
-    return cannot("parallel.offload", "offloading needs ZeRO or FSDP, not " + s.method);
+  } else if (s.parallel.offload.any() && !zero_sharding(s.parallel.sharding)) {
+    return launch_refusal("parallel.offload", "offloading needs ZeRO or FSDP, not " + s.method);
   }
   launch_output out;
   out.files.push_back({"axolotl.yaml", "yaml", std::move(config)});
   out.command = s.cluster.gpus > 1 ? "accelerate launch -m axolotl.cli.train axolotl.yaml"
                                    : "python -m axolotl.cli.train axolotl.yaml";
-  if (zero_method(s.parallel.sharding)) {
+  if (zero_sharding(s.parallel.sharding)) {
     out.not_expressed.push_back({"parallel.method",
                                  "the ZeRO stage and offload are in the "
                                  "DeepSpeed config it names (the DeepSpeed "
@@ -223,7 +193,7 @@ void import_adapter(const json& config, json& workload, launch_import& out) {
 }  // namespace
 
 result<launch_import> import_axolotl(const json& config) {
-  if (!config.is_object()) return cannot("file", "an axolotl config is a YAML mapping");
+  if (!config.is_object()) return launch_refusal("file", "an axolotl config is a YAML mapping");
   launch_import out;
   json workload = json::object();
   json parallel = json::object();

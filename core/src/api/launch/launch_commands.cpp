@@ -115,10 +115,6 @@ result<json> export_answer(const json& request, const std::string& format,
     auto parallel = read_training_parallel(request, cluster.gpus, ranks_per_node(cluster));
     if (!parallel.ok()) return parallel.failure();
     setup.training = config.value();
-    setup.training.offload = parallel.value().offload;
-    setup.training.reduce_bucket_elements = parallel.value().reduce_bucket_elements;
-    setup.training.prefetch_bucket_elements = parallel.value().prefetch_bucket_elements;
-    setup.training.persistence_threshold = parallel.value().persistence_threshold;
     setup.parallel = parallel.value();
     setup.method = estimate.at("parallel").value("method", "single");
     written = export_training(setup, format);

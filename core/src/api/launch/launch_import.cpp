@@ -14,10 +14,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-error bad(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
 // A count the file states: a non-negative integer (DeepSpeed accepts 5e8 written as a float).
 std::optional<std::uint64_t> count_of(const json& value) {
   if (value.is_number_unsigned()) return value.get<std::uint64_t>();
@@ -57,13 +53,13 @@ bool without_memory_effect(const std::string& key) {
 }
 
 std::optional<error> import_zero(const json& z, std::uint64_t hidden, launch_import& out) {
-  if (!z.is_object()) return bad("zero_optimization", "must be an object");
+  if (!z.is_object()) return launch_refusal("zero_optimization", "must be an object");
   json parallel = json::object();
   const auto stage = count_of(z.value("stage", json(0)));
   if (!stage || *stage == 0 || *stage > 3) {
-    return bad("zero_optimization.stage",
-               "gpumem estimates ZeRO stages 1 to 3; stage 0 is "
-               "DeepSpeed's plain data parallelism: estimate it as ddp");
+    return launch_refusal("zero_optimization.stage",
+                          "gpumem estimates ZeRO stages 1 to 3; stage 0 is "
+                          "DeepSpeed's plain data parallelism: estimate it as ddp");
   }
   parallel["method"] = "zero" + std::to_string(*stage);
   json buckets = json::object();
@@ -96,7 +92,8 @@ std::optional<error> import_zero(const json& z, std::uint64_t hidden, launch_imp
     if (section == z.end() || !section->is_object()) continue;
     const auto device = text_of(*section, "device");
     if (!device)
-      return bad(std::string("zero_optimization.") + key + ".device", "must be a string");
+      return launch_refusal(std::string("zero_optimization.") + key + ".device",
+                            "must be a string");
     if (*device == "cpu" || *device == "nvme") offload[name] = *device;
   }
   // DeepSpeed's offloaded optimizer takes the gradients with it.
@@ -121,7 +118,7 @@ std::optional<error> import_zero(const json& z, std::uint64_t hidden, launch_imp
 }  // namespace
 
 result<launch_import> import_deepspeed(const json& config, std::uint64_t hidden_size) {
-  if (!config.is_object()) return bad("file", "a DeepSpeed config is a JSON object");
+  if (!config.is_object()) return launch_refusal("file", "a DeepSpeed config is a JSON object");
   launch_import out;
   json workload = json::object();
   const auto micro = count_of(config.value("train_micro_batch_size_per_gpu", json()));
@@ -143,7 +140,7 @@ result<launch_import> import_deepspeed(const json& config, std::uint64_t hidden_
   const auto optimizer = config.find("optimizer");
   if (optimizer != config.end() && optimizer->is_object() && optimizer->contains("type")) {
     const auto named = text_of(*optimizer, "type");
-    if (!named) return bad("optimizer.type", "must be a string");
+    if (!named) return launch_refusal("optimizer.type", "must be a string");
     const std::string type = *named;
     if (type == "AdamW" || type == "Adam") {
       workload["optimizer"] = "adamw";
@@ -178,7 +175,7 @@ result<launch_import> import_vllm(const std::string& line) {
   if (at < w.size() && is_vllm(w[at])) ++at;
   if (at < w.size() && w[at] == "serve") ++at;
   if (at >= w.size() || w[at].rfind("--", 0) == 0) {
-    return bad("file", "a `vllm serve MODEL [flags]` line names its model first");
+    return launch_refusal("file", "a `vllm serve MODEL [flags]` line names its model first");
   }
   launch_import out;
   out.fields["model"] = w[at++];
@@ -243,7 +240,8 @@ result<launch_import> import_vllm(const std::string& line) {
   out.fields["workload"] = std::move(workload);
   // (cluster.gpus' range; the product of two larger degrees could wrap.)
   if (tp < 1 || tp > 65536 || pp < 1 || pp > 65536) {
-    return bad("file", "--tensor-parallel-size and --pipeline-parallel-size must be 1..65536");
+    return launch_refusal("file",
+                          "--tensor-parallel-size and --pipeline-parallel-size must be 1..65536");
   }
   const std::uint64_t gpus = tp * pp;
   out.fields["cluster"] = {{"gpus", gpus}};
@@ -293,7 +291,7 @@ result<std::vector<std::string>> shell_words(const std::string& line, const std:
       in_word = true;
     }
   }
-  if (quote) return bad(field, "the command line ends inside a quoted word");
+  if (quote) return launch_refusal(field, "the command line ends inside a quoted word");
   if (in_word) words.push_back(word);
   return words;
 }
@@ -340,7 +338,7 @@ result<launch_import> import_llama_cpp(const std::string& line) {
   if (!words.ok()) return words.failure();
   const auto& w = words.value();
   if (w.empty() || w[0].find("llama-") == std::string::npos) {
-    return bad("file", "a llama.cpp line starts with llama-server or llama-cli");
+    return launch_refusal("file", "a llama.cpp line starts with llama-server or llama-cli");
   }
   launch_import out;
   json workload = {{"phase", "inference"}, {"framework", "llama_cpp"}};

@@ -12,10 +12,6 @@ namespace gpumem {
 
 namespace {
 
-error cannot(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
 const char* precision_flag(compute_precision p) {
   switch (p) {
     case compute_precision::pure_bf16:
@@ -46,9 +42,9 @@ std::optional<error> lora_switches(const training_config& c, std::vector<std::st
     if (t == "lm_head") head = true;
   }
   if (mlp && mlp_parts < 3) {
-    return cannot("workload.lora.targets",
-                  "litgpt adapts the MLP as a whole (lora_mlp): name "
-                  "gate_proj, up_proj and down_proj together");
+    return launch_refusal("workload.lora.targets",
+                          "litgpt adapts the MLP as a whole (lora_mlp): name "
+                          "gate_proj, up_proj and down_proj together");
   }
   for (const auto& [flag, on] : {std::pair<const char*, bool>{"--lora_query", q},
                                  {"--lora_key", k},
@@ -80,33 +76,35 @@ const char* quantize_flag(base_quantization q) {
 result<launch_output> export_litgpt(const launch_setup& s) {
   const training_config& c = s.training;
   if (c.framework != framework_profile::litgpt) {
-    return cannot("workload.framework",
-                  "a litgpt export runs litgpt's own model and loops: set "
-                  "workload.framework litgpt and estimate again");
+    return launch_refusal("workload.framework",
+                          "a litgpt export runs litgpt's own model and loops: set "
+                          "workload.framework litgpt and estimate again");
   }
   const bool several = s.cluster.gpus > 1;
   if ((several && s.method != "fsdp_full_shard") || (!several && s.method != "single")) {
-    return cannot("parallel.method",
-                  "litgpt's finetune scripts run one device, or FSDP over "
-                  "several (fsdp_full_shard)");
+    return launch_refusal("parallel.method",
+                          "litgpt's finetune scripts run one device, or FSDP over "
+                          "several (fsdp_full_shard)");
   }
   if (several != c.grad_ckpt || c.selective_recompute) {
-    return cannot("workload.grad_ckpt",
-                  "litgpt checkpoints every block under FSDP and none on "
-                  "one device");
+    return launch_refusal("workload.grad_ckpt",
+                          "litgpt checkpoints every block under FSDP and none on "
+                          "one device");
   }
-  if (c.offload.any()) return cannot("parallel.offload", "litgpt's FSDP does not offload");
+  if (s.parallel.offload.any())
+    return launch_refusal("parallel.offload", "litgpt's FSDP does not offload");
   if (c.optimizer != optimizer_kind::adamw) {
-    return cannot("workload.optimizer",
-                  "litgpt's finetune scripts step AdamW (PagedAdamW over a "
-                  "quantised base)");
+    return launch_refusal("workload.optimizer",
+                          "litgpt's finetune scripts step AdamW (PagedAdamW over a "
+                          "quantised base)");
   }
   const char* sub = c.finetune == finetune_kind::full               ? "full"
                     : c.finetune == finetune_kind::lora && !c.dora  ? "lora"
                     : c.finetune == finetune_kind::llama_adapter_v1 ? "adapter"
                     : c.finetune == finetune_kind::llama_adapter_v2 ? "adapter_v2"
                                                                     : nullptr;
-  if (!sub) return cannot("workload.finetune", "litgpt fine-tunes full, LoRA or LLaMA-Adapter");
+  if (!sub)
+    return launch_refusal("workload.finetune", "litgpt fine-tunes full, LoRA or LLaMA-Adapter");
   std::vector<std::string> words = {"litgpt", "finetune", sub,
                                     "checkpoints/" + (s.model_id.empty() ? "MODEL" : s.model_id)};
   words.insert(words.end(), {"--devices", std::to_string(s.cluster.gpus)});
@@ -114,9 +112,9 @@ result<launch_output> export_litgpt(const launch_setup& s) {
   const bool mixed =
       c.compute == compute_precision::amp_bf16 || c.compute == compute_precision::amp_fp16;
   if (c.quantization != base_quantization::none && (!quantize || several || mixed)) {
-    return cannot("workload.weights",
-                  "litgpt quantises with bitsandbytes (nf4, nf4-dq, int8) on "
-                  "one device, under a -true precision");
+    return launch_refusal("workload.weights",
+                          "litgpt quantises with bitsandbytes (nf4, nf4-dq, int8) on "
+                          "one device, under a -true precision");
   }
   words.insert(words.end(), {"--precision", precision_flag(c.compute)});
   if (quantize) words.insert(words.end(), {"--quantize", quantize});

@@ -10,10 +10,6 @@ namespace gpumem {
 
 namespace {
 
-error cannot(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
 std::string model_argument(const launch_setup& s) {
   return s.model_id.empty() ? "MODEL_ID" : s.model_id;  // a pasted config: a placeholder
 }
@@ -31,9 +27,9 @@ std::string number(double value) {
 result<launch_output> vllm(const launch_setup& s) {
   const inference_config& c = s.serving.config;
   if (c.framework != serving_framework::vllm) {
-    return cannot("workload.framework",
-                  "a vllm export serves with vLLM: set workload.framework "
-                  "vllm and estimate again");
+    return launch_refusal("workload.framework",
+                          "a vllm export serves with vLLM: set workload.framework "
+                          "vllm and estimate again");
   }
   std::vector<std::string> words = {"vllm", "serve", model_argument(s)};
   const auto flag = [&](const std::string& name, const std::string& value) {
@@ -56,7 +52,7 @@ result<launch_output> vllm(const launch_setup& s) {
   if (s.kv_dtype == "fp8") {
     flag("--kv-cache-dtype", "fp8");
   } else if (s.kv_dtype == "int8" || (s.kv_dtype == "fp32") != (c.activation_bytes == 4)) {
-    return cannot("workload.kv_cache.dtype", "vLLM caches in the model's dtype or fp8");
+    return launch_refusal("workload.kv_cache.dtype", "vLLM caches in the model's dtype or fp8");
   }
   // A quantised checkpoint's method is read from its config.json; an unquantised one is
   // quantised on load only to fp8 or bitsandbytes 4-bit.
@@ -67,9 +63,9 @@ result<launch_output> vllm(const launch_setup& s) {
     } else if (w == weight_format::nf4) {
       flag("--quantization", "bitsandbytes");
     } else if (w != weight_format::bf16 && w != weight_format::fp16 && w != weight_format::fp32) {
-      return cannot("workload.weights",
-                    std::string("vLLM loads ") + weight_format_name(w) +
-                        " weights from a checkpoint quantised so, not from this one");
+      return launch_refusal("workload.weights",
+                            std::string("vLLM loads ") + weight_format_name(w) +
+                                " weights from a checkpoint quantised so, not from this one");
     }
   }
   launch_output out;
@@ -85,21 +81,21 @@ result<launch_output> vllm(const launch_setup& s) {
 result<launch_output> llama_cpp(const launch_setup& s) {
   const inference_config& c = s.serving.config;
   if (c.framework != serving_framework::llama_cpp) {
-    return cannot("workload.framework",
-                  "a llama_cpp export serves with llama.cpp: set "
-                  "workload.framework llama_cpp and estimate again");
+    return launch_refusal("workload.framework",
+                          "a llama_cpp export serves with llama.cpp: set "
+                          "workload.framework llama_cpp and estimate again");
   }
   if (c.tp_degree > 1) {
-    return cannot("parallel.method",
-                  "llama.cpp splits layers over GPUs (pipeline); its row split "
-                  "is not what tensor_parallel estimates");
+    return launch_refusal("parallel.method",
+                          "llama.cpp splits layers over GPUs (pipeline); its row split "
+                          "is not what tensor_parallel estimates");
   }
   // A 16-bit cache as llama.cpp's default type, f16 (bf16's bytes are the same).
   const char* cache_type = s.kv_dtype == "fp32" ? "f32" : "f16";
   if (s.kv_dtype == "fp8" || s.kv_dtype == "int8") {
-    return cannot("workload.kv_cache.dtype",
-                  "llama.cpp's 8-bit cache (q8_0) keeps a scale per "
-                  "32 values: not the one byte a value estimated here");
+    return launch_refusal("workload.kv_cache.dtype",
+                          "llama.cpp's 8-bit cache (q8_0) keeps a scale per "
+                          "32 values: not the one byte a value estimated here");
   }
   std::string file = weight_format_name(c.weights.format);  // gguf_q4_k_m
   file = file.substr(5);

@@ -1,5 +1,6 @@
 // The training formats: a DeepSpeed config, an accelerate config, a torchrun line and the
 // transformers/PEFT/bitsandbytes arguments of the script they launch.
+#include <cctype>
 #include <string>
 
 #include "api/launch/launch.hpp"
@@ -9,14 +10,6 @@ namespace gpumem {
 using json = nlohmann::ordered_json;
 
 namespace {
-
-error cannot(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
-bool zero(data_parallel dp) {
-  return dp == data_parallel::zero1 || dp == data_parallel::zero2 || dp == data_parallel::zero3;
-}
 
 bool fsdp(const std::string& method) { return method.rfind("fsdp_", 0) == 0; }
 
@@ -29,22 +22,22 @@ std::uint64_t nodes_of(const launch_setup& s) {
 // accelerate) script, without tensor, context or pipeline parallelism.
 std::optional<error> check_launchable(const launch_setup& s, const std::string& format) {
   if (s.training.framework != framework_profile::transformers) {
-    return cannot("workload.framework",
-                  "a " + format +
-                      " export runs a transformers script (HF Trainer or accelerate); " +
-                      "this setup runs another framework, whose own launcher runs it");
+    return launch_refusal("workload.framework",
+                          "a " + format +
+                              " export runs a transformers script (HF Trainer or accelerate); " +
+                              "this setup runs another framework, whose own launcher runs it");
   }
   if (s.parallel.tp > 1 || s.parallel.cp > 1 || s.parallel.pp > 1) {
-    return cannot("parallel.method", format +
-                                         " has no tensor, context or pipeline parallelism for a " +
-                                         "transformers model: this setup needs Megatron-LM, " +
-                                         "torchtitan or DeepSpeed's pipeline engine");
+    return launch_refusal("parallel.method",
+                          format + " has no tensor, context or pipeline parallelism for a " +
+                              "transformers model: this setup needs Megatron-LM, " +
+                              "torchtitan or DeepSpeed's pipeline engine");
   }
   if (s.method == "gemini") {
-    return cannot("parallel.method",
-                  "Colossal-AI's Gemini runs under its own launcher "
-                  "(colossalai run), not " +
-                      format);
+    return launch_refusal("parallel.method",
+                          "Colossal-AI's Gemini runs under its own launcher "
+                          "(colossalai run), not " +
+                              format);
   }
   return std::nullopt;
 }
@@ -57,26 +50,27 @@ const char* offload_device(offload_target t) { return offload_target_name(t); }
 result<launch_output> deepspeed(const launch_setup& s) {
   if (auto e = check_launchable(s, "DeepSpeed")) return *e;
   const training_config& c = s.training;
-  if (!zero(s.parallel.sharding)) {
-    return cannot("parallel.method", "a DeepSpeed config runs ZeRO stages 1 to 3; " + s.method +
-                                         " is exported as accelerate or torchrun");
+  if (!zero_sharding(s.parallel.sharding)) {
+    return launch_refusal("parallel.method", "a DeepSpeed config runs ZeRO stages 1 to 3; " +
+                                                 s.method +
+                                                 " is exported as accelerate or torchrun");
   }
   if (c.compute == compute_precision::pure_bf16 || c.compute == compute_precision::pure_fp16) {
-    return cannot("workload.compute",
-                  "DeepSpeed's bf16 and fp16 modes keep fp32 master weights "
-                  "(amp_bf16, amp_fp16 here): pure 16-bit training is not one "
-                  "of them");
+    return launch_refusal("workload.compute",
+                          "DeepSpeed's bf16 and fp16 modes keep fp32 master weights "
+                          "(amp_bf16, amp_fp16 here): pure 16-bit training is not one "
+                          "of them");
   }
-  const offload_placement& o = c.offload;
+  const offload_placement& o = s.parallel.offload;
   if (o.activations != offload_target::none) {
-    return cannot("parallel.offload.activations",
-                  "DeepSpeed's cpu_checkpointing moves Megatron-LM's checkpoints, not a "
-                  "transformers model's");
+    return launch_refusal("parallel.offload.activations",
+                          "DeepSpeed's cpu_checkpointing moves Megatron-LM's checkpoints, not a "
+                          "transformers model's");
   }
   if (o.gradients != offload_target::none && o.optimizer == offload_target::none) {
-    return cannot("parallel.offload.gradients",
-                  "DeepSpeed moves gradients to the host only with the optimizer "
-                  "(offload_optimizer)");
+    return launch_refusal("parallel.offload.gradients",
+                          "DeepSpeed moves gradients to the host only with the optimizer "
+                          "(offload_optimizer)");
   }
   launch_output out;
   json config = json::object();
@@ -93,11 +87,11 @@ result<launch_output> deepspeed(const launch_setup& s) {
   // which the estimate assumes.
   // The buckets the estimate sized (ZeRO-2's and 3's gradient reduction, ZeRO-3's gathers).
   if (s.parallel.sharding != data_parallel::zero1) {
-    z["reduce_bucket_size"] = c.reduce_bucket_elements;
+    z["reduce_bucket_size"] = s.parallel.reduce_bucket_elements;
   }
   if (s.parallel.sharding == data_parallel::zero3) {
-    z["stage3_prefetch_bucket_size"] = c.prefetch_bucket_elements;
-    z["stage3_param_persistence_threshold"] = c.persistence_threshold;
+    z["stage3_prefetch_bucket_size"] = s.parallel.prefetch_bucket_elements;
+    z["stage3_param_persistence_threshold"] = s.parallel.persistence_threshold;
   }
   const auto offload_section = [](offload_target t) {
     json section = {{"device", offload_device(t)}, {"pin_memory", true}};
@@ -112,9 +106,9 @@ result<launch_output> deepspeed(const launch_setup& s) {
     // ZeRO-Offload steps with DeepSpeedCPUAdam, which DeepSpeed builds from this section
     // (zero_force_ds_cpu_optimizer refuses a client optimizer); "auto": the Trainer's values.
     if (c.optimizer != optimizer_kind::adamw) {
-      return cannot("workload.optimizer",
-                    "an offloaded DeepSpeed optimizer is DeepSpeedCPUAdam "
-                    "(AdamW): another optimizer does not offload");
+      return launch_refusal("workload.optimizer",
+                            "an offloaded DeepSpeed optimizer is DeepSpeedCPUAdam "
+                            "(AdamW): another optimizer does not offload");
     }
     config["optimizer"] = {
         {"type", "AdamW"},
@@ -148,17 +142,17 @@ const char* mixed_precision(compute_precision p) {
 result<launch_output> accelerate(const launch_setup& s) {
   if (auto e = check_launchable(s, "accelerate")) return *e;
   const training_config& c = s.training;
-  const offload_placement& o = c.offload;
+  const offload_placement& o = s.parallel.offload;
   json config = json::object();
   config["compute_environment"] = "LOCAL_MACHINE";
   const std::uint64_t nodes = nodes_of(s);
-  if (zero(s.parallel.sharding)) {
+  if (zero_sharding(s.parallel.sharding)) {
     config["distributed_type"] = "DEEPSPEED";
     if (o.activations != offload_target::none ||
         (o.gradients != offload_target::none && o.gradients != o.optimizer)) {
-      return cannot("parallel.offload",
-                    "accelerate's DeepSpeed plugin offloads the optimizer "
-                    "(with its gradients) and the parameters only");
+      return launch_refusal("parallel.offload",
+                            "accelerate's DeepSpeed plugin offloads the optimizer "
+                            "(with its gradients) and the parameters only");
     }
     json ds = json::object();
     ds["gradient_accumulation_steps"] = c.grad_accumulation;
@@ -173,24 +167,17 @@ result<launch_output> accelerate(const launch_setup& s) {
     config["deepspeed_config"] = std::move(ds);
   } else if (fsdp(s.method)) {
     config["distributed_type"] = "FSDP";
-    // FSDP's CPUOffload(offload_params=True) moves parameters and gradients, and the optimizer
-    // steps on the host: all three together.
-    const bool host = o.params == offload_target::cpu;
-    if (o.activations != offload_target::none ||
-        (host && (o.optimizer != offload_target::cpu || o.gradients != offload_target::cpu)) ||
-        (!host && o.any())) {
-      return cannot("parallel.offload",
-                    "FSDP offloads parameters, gradients and the optimizer "
-                    "to the host together (fsdp_offload_params), never to NVMe");
-    }
+    const auto host = fsdp_host_offload(o);
+    if (!host.ok()) return host.failure();
     json f = json::object();
     f["fsdp_auto_wrap_policy"] = "TRANSFORMER_BASED_WRAP";
     f["fsdp_backward_prefetch"] = "BACKWARD_PRE";
     f["fsdp_cpu_ram_efficient_loading"] = true;
-    f["fsdp_offload_params"] = host;
-    f["fsdp_sharding_strategy"] = s.method == "fsdp_full_shard"      ? "FULL_SHARD"
-                                  : s.method == "fsdp_shard_grad_op" ? "SHARD_GRAD_OP"
-                                                                     : "HYBRID_SHARD";
+    f["fsdp_offload_params"] = host.value();
+    // accelerate's enum names: the strategy in capitals.
+    std::string strategy = fsdp_strategy(s.method);
+    for (char& ch : strategy) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    f["fsdp_sharding_strategy"] = strategy;
     f["fsdp_state_dict_type"] = "SHARDED_STATE_DICT";
     f["fsdp_sync_module_states"] = true;
     f["fsdp_use_orig_params"] = true;
@@ -198,14 +185,14 @@ result<launch_output> accelerate(const launch_setup& s) {
     config["fsdp_config"] = std::move(f);
   } else {
     if (o.any()) {
-      return cannot("parallel.offload", "offloading needs ZeRO or FSDP, not " + s.method);
+      return launch_refusal("parallel.offload", "offloading needs ZeRO or FSDP, not " + s.method);
     }
     config["distributed_type"] = s.cluster.gpus > 1 ? "MULTI_GPU" : "NO";
   }
   config["machine_rank"] = 0;
   if (nodes > 1) {
     config["main_process_ip"] = "MAIN_NODE_ADDRESS";  // a placeholder: the first node's address
-    config["main_process_port"] = 29500;
+    config["main_process_port"] = 29500;              // torch.distributed's default MASTER_PORT
   }
   config["main_training_function"] = "main";
   config["mixed_precision"] = mixed_precision(c.compute);
@@ -235,12 +222,13 @@ result<launch_output> accelerate(const launch_setup& s) {
 // method is the script's.
 result<launch_output> torchrun(const launch_setup& s) {
   if (s.parallel.pp > 1) {
-    return cannot("parallel.method",
-                  "torchrun launches processes; a pipeline needs its "
-                  "framework's launcher (Megatron-LM, DeepSpeed)");
+    return launch_refusal("parallel.method",
+                          "torchrun launches processes; a pipeline needs its "
+                          "framework's launcher (Megatron-LM, DeepSpeed)");
   }
   launch_output out;
   const std::uint64_t nodes = nodes_of(s);
+  // Across nodes: c10d rendezvous on the first node at torch.distributed's default port, 29500.
   const std::string per_node = std::to_string(s.cluster.gpus / nodes);
   out.command = nodes > 1 ? "torchrun --nnodes " + std::to_string(nodes) + " --nproc_per_node " +
                                 per_node +

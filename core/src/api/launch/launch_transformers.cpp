@@ -12,10 +12,6 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-error cannot(const std::string& field, const std::string& message) {
-  return {"request.invalid_value", field, "[" + field + "] " + message};
-}
-
 const char* torch_dtype(std::uint64_t bytes, compute_precision compute) {
   if (bytes == 4) return "float32";
   const bool fp16 =
@@ -27,29 +23,6 @@ const char* attn_implementation(attention_kernel a) {
   if (a == attention_kernel::eager) return "eager";
   if (a == attention_kernel::flash) return "flash_attention_2";
   return "sdpa";
-}
-
-// TrainingArguments.optim (transformers training_args.py OptimizerNames).
-result<std::string> optim_name(const training_config& c) {
-  switch (c.optimizer) {
-    case optimizer_kind::adamw:
-      if (c.adamw_impl == adamw_implementation::for_loop) {
-        return cannot("workload.optimizer_impl",
-                      "the HF Trainer's AdamW (adamw_torch) takes "
-                      "PyTorch's foreach default; for_loop is not one "
-                      "of its optimizers");
-      }
-      return std::string(c.adamw_impl == adamw_implementation::fused ? "adamw_torch_fused"
-                                                                     : "adamw_torch");
-    case optimizer_kind::adamw_8bit:
-      return std::string("adamw_bnb_8bit");
-    case optimizer_kind::adafactor:
-      return std::string("adafactor");
-    case optimizer_kind::sgd:
-      return std::string("sgd");
-    default:
-      return cannot("workload.optimizer", "the HF Trainer has no optimizer name for this one");
-  }
 }
 
 json lora_config(const training_config& c) {
@@ -85,18 +58,20 @@ json bitsandbytes_config(const training_config& c) {
 result<launch_output> export_transformers(const launch_setup& s) {
   const training_config& c = s.training;
   if (c.framework != framework_profile::transformers) {
-    return cannot("workload.framework",
-                  "these are transformers' arguments; this setup runs "
-                  "another framework");
+    return launch_refusal("workload.framework",
+                          "these are transformers' arguments; this setup runs "
+                          "another framework");
   }
   if (s.parallel.tp > 1 || s.parallel.cp > 1 || s.parallel.pp > 1 || s.method == "gemini") {
-    return cannot("parallel.method", "the HF Trainer runs data parallelism, ZeRO and FSDP; " +
-                                         s.method + " with these degrees needs another framework");
+    return launch_refusal("parallel.method",
+                          "the HF Trainer runs data parallelism, ZeRO and FSDP; " + s.method +
+                              " with these degrees needs another framework");
   }
   if (c.finetune != finetune_kind::full && c.finetune != finetune_kind::lora) {
-    return cannot("workload.finetune", "written for full fine-tuning, LoRA and DoRA so far");
+    return launch_refusal("workload.finetune",
+                          "written for full fine-tuning, LoRA and DoRA so far");
   }
-  auto optim = optim_name(c);
+  auto optim = trainer_optim(c);
   if (!optim.ok()) return optim.failure();
   json content = json::object();
   json load = json::object();
@@ -126,10 +101,8 @@ result<launch_output> export_transformers(const launch_setup& s) {
     args["deepspeed"] = "ds_config.json";  // the DeepSpeed export
   }
   if (fsdp) {
-    std::string how = s.method == "fsdp_full_shard"      ? "full_shard"
-                      : s.method == "fsdp_shard_grad_op" ? "shard_grad_op"
-                                                         : "hybrid_shard";
-    if (c.offload.params == offload_target::cpu) how += " offload";
+    std::string how = fsdp_strategy(s.method);
+    if (s.parallel.offload.params == offload_target::cpu) how += " offload";
     args["fsdp"] = how + " auto_wrap";
     args["fsdp_config"] = {{"activation_checkpointing", c.grad_ckpt}};
   }
