@@ -130,9 +130,8 @@ result<launch_output> export_axolotl(const launch_setup& s) {
                                    : "python -m axolotl.cli.train axolotl.yaml";
   if (zero_sharding(s.parallel.sharding)) {
     out.not_expressed.push_back({"parallel.method",
-                                 "the ZeRO stage and offload are in the "
-                                 "DeepSpeed config it names (the DeepSpeed "
-                                 "export)"});
+                                 "the ZeRO stage and offload are in the DeepSpeed config it "
+                                 "names (the DeepSpeed format)"});
   }
   return out;
 }

@@ -133,9 +133,9 @@ result<launch_output> export_litgpt(const launch_setup& s) {
   launch_output out;
   out.command = shell_line(words);
   out.not_expressed.push_back(
-      {"model", "litgpt reads its own checkpoint: `litgpt download " +
+      {"model", "litgpt reads its own checkpoint format: `litgpt download " +
                     (s.model_id.empty() ? std::string("MODEL") : s.model_id) +
-                    "` converts the Hub's first"});
+                    "` fetches and converts it first"});
   return out;
 }
 

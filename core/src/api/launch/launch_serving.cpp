@@ -71,8 +71,8 @@ result<launch_output> vllm(const launch_setup& s) {
   launch_output out;
   out.command = shell_line(words);
   out.not_expressed.push_back({"workload.micro_batch",
-                               "the sequences served at once, their prompt and new tokens are the "
-                               "requests' (--max-num-seqs caps them)"});
+                               "how many sequences are served at once, and how long they are, "
+                               "comes from the requests; --max-num-seqs caps them"});
   return out;
 }
 

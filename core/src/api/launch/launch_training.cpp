@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/launch/launch.hpp"
+#include "gpumem/plan/estimate.hpp"
 
 namespace gpumem {
 
@@ -124,9 +125,8 @@ result<launch_output> deepspeed(const launch_setup& s) {
       c.quantization != base_quantization::none) {
     out.not_expressed.push_back(
         {"workload",
-         "the model's side (gradient checkpointing, LoRA, the quantised base, the "
-         "optimizer without offload) is the training script's: see the transformers "
-         "export"});
+         "gradient checkpointing, LoRA, the quantised base and (without offload) the "
+         "optimizer are set in the training script: see its transformers arguments"});
   }
   return out;
 }
@@ -206,14 +206,13 @@ result<launch_output> accelerate(const launch_setup& s) {
   out.command = "accelerate launch --config_file accelerate_config.yaml train.py";
   if (c.grad_ckpt && !fsdp(s.method)) {
     out.not_expressed.push_back({"workload.grad_ckpt",
-                                 "checkpointing is the model's: "
-                                 "gradient_checkpointing=True in the "
-                                 "transformers export"});
+                                 "gradient checkpointing is set in the training script: "
+                                 "gradient_checkpointing=True in its transformers arguments"});
   }
   if (c.finetune != finetune_kind::full || c.quantization != base_quantization::none) {
     out.not_expressed.push_back({"workload.finetune",
-                                 "the adapters and the quantised base are the script's: see the "
-                                 "transformers export"});
+                                 "LoRA and the quantised base are set in the training script: "
+                                 "see its transformers arguments"});
   }
   return out;
 }
@@ -236,9 +235,9 @@ result<launch_output> torchrun(const launch_setup& s) {
                                 "$MASTER_ADDR:29500 --rdzv_id gpumem train.py"
                           : "torchrun --standalone --nproc_per_node " + per_node + " train.py";
   out.not_expressed.push_back(
-      {"parallel.method", "torchrun starts the processes; " + s.method +
-                              ", the micro-batch and the precision are the script's (see the "
-                              "accelerate, DeepSpeed and transformers exports)"});
+      {"parallel.method", "torchrun only starts the processes: " + method_label(s.method) +
+                              ", the micro-batch and the precision are set in the training "
+                              "script (see the accelerate, DeepSpeed and transformers formats)"});
   return out;
 }
 
