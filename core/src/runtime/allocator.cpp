@@ -29,8 +29,7 @@ std::uint64_t allocator_segment_size(std::uint64_t bytes) {
 void caching_allocator::insert_free(int index) {
   block& b = blocks_[static_cast<std::size_t>(index)];
   free_list& free = pool(b.small_pool);
-  const std::pair<std::uint64_t, int> key{b.size, index};
-  free.insert(key);
+  free.insert({b.size, index});
   b.whole = b.offset == 0 && b.size == segment_sizes_[static_cast<std::size_t>(b.segment)];
   if (b.whole) whole_free_.push_back(index);
 }

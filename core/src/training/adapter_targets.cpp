@@ -1,6 +1,8 @@
 #include "training/adapter_targets.hpp"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace gpumem {
 
@@ -14,44 +16,45 @@ namespace {
 // first matrix): q/k/v_proj the attention input, o_proj its output, gate/up_proj the MLP input,
 // down_proj its output, lm_head the output layer: the (at most three) such names a tensor answers
 // to.
+// (string_view: compared by length first, no strlen per comparison)
 struct llama_aliases {
-  const char* names[3] = {nullptr, nullptr, nullptr};
+  std::string_view names[3] = {};
   bool matches(const std::string& target) const {
-    for (const char* name : names) {
-      if (name != nullptr && target == name) return true;
+    for (std::string_view name : names) {
+      if (!name.empty() && target == name) return true;
     }
     return false;
   }
 };
 
 llama_aliases aliases_of(const tensor_spec& t, const std::string& module) {
-  static const char* const llama_names[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
-                                            "gate_proj", "up_proj", "down_proj"};
-  for (const char* name : llama_names) {
+  static constexpr std::string_view llama_names[] = {"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                                     "gate_proj", "up_proj", "down_proj"};
+  for (std::string_view name : llama_names) {
     if (module == name) return {};  // the model has the module itself
   }
   if (t.layer < 0) {
-    if (t.role == tensor_role::lm_head) return {{"lm_head", nullptr, nullptr}};
+    if (t.role == tensor_role::lm_head) return {{"lm_head"}};
     return {};
   }
   // MoE routers and the shared expert's gate have no Llama-style name.
-  if (t.role == tensor_role::router || module == "shared_expert_gate") return {};
+  if (t.role == tensor_role::router || module == std::string_view("shared_expert_gate")) return {};
   // Separate projections under other names (BERT's query, key, value) match one each.
-  static const std::pair<const char*, const char*> separate[] = {
+  static constexpr std::pair<std::string_view, std::string_view> separate[] = {
       {"q_proj", "query"}, {"k_proj", "key"}, {"v_proj", "value"}, {"q_proj", "q"},
       {"k_proj", "k"},     {"v_proj", "v"},   {"o_proj", "o"}};
   for (const auto& [llama, other] : separate) {
-    if (module == other) return {{llama, nullptr, nullptr}};
+    if (module == other) return {{llama}};
   }
   switch (role_of(t)) {
     case linear_role::attention_in:
       return {{"q_proj", "k_proj", "v_proj"}};
     case linear_role::attention_out:
-      return {{"o_proj", nullptr, nullptr}};
+      return {{"o_proj"}};
     case linear_role::mlp_in:
-      return {{"gate_proj", "up_proj", nullptr}};
+      return {{"gate_proj", "up_proj"}};
     case linear_role::mlp_out:
-      return {{"down_proj", nullptr, nullptr}};
+      return {{"down_proj"}};
     default:
       return {};
   }
@@ -59,20 +62,24 @@ llama_aliases aliases_of(const tensor_spec& t, const std::string& module) {
 
 }  // namespace
 
-// Whether `t` is one of the adapter targets (LoRA's or IA3's) as PEFT matches module names.
-bool adapter_target(const training_config& config, const tensor_spec& t) {
+// Whether `t` is one of `targets` as PEFT matches module names (LoRA's or IA3's).
+bool adapter_target_of(const std::vector<std::string>& targets, const tensor_spec& t) {
   // (transformers 5's MoE router is a bare parameter, not an nn.Linear)
   if (t.role == tensor_role::router) return false;
   if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
     return false;
   const std::string& module = t.module_name.empty() ? module_of(t.name) : t.module_name;
   const llama_aliases aliases = aliases_of(t, module);  // (read once, not once a target)
-  for (const auto& target : config.lora_targets) {
+  for (const auto& target : targets) {
     // PEFT's all-linear: every nn.Linear but the output layer, a vision tower's included.
-    if (target == "all-linear" && t.role != tensor_role::lm_head) return true;
+    if (target == std::string_view("all-linear") && t.role != tensor_role::lm_head) return true;
     if (target == module || aliases.matches(target)) return true;
   }
   return false;
+}
+
+bool adapter_target(const training_config& config, const tensor_spec& t) {
+  return adapter_target_of(config.lora_targets, t);
 }
 
 bool lora_target(const training_config& config, const tensor_spec& t) {
@@ -102,7 +109,8 @@ bool token_table(const model_spec& spec, const tensor_spec& t) {
 bool names_token_embedding(const model_spec& spec, const std::string& name) {
   return name == "embed_tokens" ||
          std::any_of(spec.tensors.begin(), spec.tensors.end(), [&](const tensor_spec& t) {
-           return token_table(spec, t) && module_of(t.name) == name;
+           return token_table(spec, t) &&
+                  (t.module_name.empty() ? module_of(t.name) : t.module_name) == name;
          });
 }
 

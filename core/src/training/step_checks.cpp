@@ -286,17 +286,20 @@ std::optional<error> check_adapter_targets(const model_spec& spec, const trainin
     if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d) ||
         t.role == tensor_role::router)
       continue;
-    const std::string module = module_of(t.name);
+    const std::string& module = t.module_name.empty() ? module_of(t.name) : t.module_name;
     if (std::find(modules.begin(), modules.end(), module) == modules.end())
       modules.push_back(module);
   }
   bool any = false;
+  const bool lora = config.finetune == finetune_kind::lora;
+  const bool has_token_table =
+      std::any_of(spec.tensors.begin(), spec.tensors.end(),
+                  [&](const tensor_spec& t) { return token_table(spec, t); });
   for (const auto& target : config.lora_targets) {
-    training_config one = config;
-    one.lora_targets = {target};
-    bool found = target == "all-linear" || tied_head_target(spec, one);
-    for (const auto& t : spec.tensors)
-      found = found || adapter_target(one, t) || embedding_lora_target(spec, one, t);
+    const std::vector<std::string> one{target};
+    bool found = target == "all-linear" || (lora && target == "lm_head" && spec.tied_embeddings);
+    for (const auto& t : spec.tensors) found = found || adapter_target_of(one, t);
+    found = found || (lora && has_token_table && names_token_embedding(spec, target));
     any = any || found;
     if (!found) unmatched.push_back(target);
   }

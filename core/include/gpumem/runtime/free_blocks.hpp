@@ -17,7 +17,18 @@ namespace gpumem {
 
 class free_blocks {
  public:
-  using key = std::pair<std::uint64_t, int>;  // (size, block index)
+  // (size, block index); a plain struct so that the sorted vector's insertions move memory in one
+  // copy (std::pair's assignment is user-provided, so its moves go element by element).
+  struct key {
+    std::uint64_t size;
+    std::int64_t index;
+    friend bool operator<(const key& a, const key& b) {
+      return a.size < b.size || (a.size == b.size && a.index < b.index);
+    }
+    friend bool operator==(const key& a, const key& b) {
+      return a.size == b.size && a.index == b.index;
+    }
+  };
   // Above this many free blocks the tree takes over (and keeps them until the replay ends).
   static constexpr std::size_t tree_above = 1024;
 
@@ -50,10 +61,10 @@ class free_blocks {
     const key probe{size, -1};
     if (!tree_.empty()) {
       const auto fit = tree_.lower_bound(probe);
-      return fit == tree_.end() ? -1 : fit->second;
+      return fit == tree_.end() ? -1 : static_cast<int>(fit->index);
     }
     const auto fit = std::lower_bound(sorted_.begin(), sorted_.end(), probe);
-    return fit == sorted_.end() ? -1 : fit->second;
+    return fit == sorted_.end() ? -1 : static_cast<int>(fit->index);
   }
 
  private:
