@@ -88,16 +88,17 @@ Usage:
                                                the fastest method that fits, and its batch size,
                                                and the changes that would fit or run faster;
                                                with --phase inference the fewest GPUs that serve
-  gpumem export --format deepspeed|accelerate|axolotl|litgpt|torchrun|transformers|vllm|
-                         llama_cpp
+  gpumem export --format deepspeed|accelerate|axolotl|litgpt|torchtune|torchrun|
+                         transformers|vllm|llama_cpp
                   [the estimate options above] [--write DIR] [--json]
                                                the files and the command that launch the
                                                estimated setup (printed, or written to DIR)
-  gpumem estimate|export --from FILE [--format deepspeed|accelerate|axolotl|vllm|llama_cpp]
-                                               read a DeepSpeed config (JSON), an accelerate or
-                                               axolotl config (YAML), a `vllm serve` or a
-                                               llama-server line into the request; options given
-                                               win over it
+  gpumem estimate|export --from FILE [--format deepspeed|accelerate|axolotl|torchtune|vllm|
+                                               llama_cpp]
+                                               read a DeepSpeed config (JSON), an accelerate,
+                                               axolotl or torchtune config (YAML), a `tune run`,
+                                               `vllm serve` or llama-server line into the
+                                               request; options given win over it
   gpumem validate FILE [--json]                score the estimators on measured points
                                                (../shared/validation/README.md format)
   gpumem run --request FILE|-                  answer any API request (docs/api.md)
@@ -554,7 +555,11 @@ bool from_file(const arguments& args, ordered_json& request) {
   std::string format = option(args, "format", "");
   const bool yaml_file = path.size() > 5 && (path.compare(path.size() - 5, 5, ".yaml") == 0 ||
                                              path.compare(path.size() - 4, 4, ".yml") == 0);
-  if (tree.is_discarded() && (yaml_file || format == "axolotl" || format == "accelerate")) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const bool tune_line = first != std::string::npos && text.compare(first, 9, "tune run ") == 0;
+  if (format.empty() && tune_line) format = "torchtune";
+  if (tree.is_discarded() && !tune_line &&
+      (yaml_file || format == "axolotl" || format == "accelerate" || format == "torchtune")) {
     ordered_json yaml;
     std::string problem;
     if (!gpumem::cli::yaml_tree(text, yaml, problem)) {
@@ -562,11 +567,14 @@ bool from_file(const arguments& args, ordered_json& request) {
       return false;
     }
     tree = yaml;
+    const bool builder = yaml.is_object() && yaml.contains("model") && yaml["model"].is_object() &&
+                         yaml["model"].contains("_component_");
     if (format.empty())
-      format = yaml.is_object() && yaml.contains("base_model") ? "axolotl" : "accelerate";
+      format = yaml.is_object() && yaml.contains("base_model") ? "axolotl"
+               : builder                                       ? "torchtune"
+                                                               : "accelerate";
   }
   if (format.empty()) {
-    const auto first = text.find_first_not_of(" \t\r\n");
     const bool llama = first != std::string::npos &&
                        text.find("llama-", first) != std::string::npos &&
                        text.find("llama-", first) < text.find_first_of(" \t\n", first);
@@ -587,7 +595,8 @@ bool from_file(const arguments& args, ordered_json& request) {
       {"api_version", 1},
       {"command", "import"},
       {"format", format},
-      {"file", format == "vllm" || format == "llama_cpp" ? ordered_json(text) : ordered_json(tree)},
+      {"file", format == "vllm" || format == "llama_cpp" || tune_line ? ordered_json(text)
+                                                                      : ordered_json(tree)},
       {"request", own}};
   ordered_json response;
   if (!call(import, response)) return false;
@@ -618,7 +627,7 @@ int export_command(const arguments& args) {
   if (!args.options.count("format")) {
     return fail(
         "export needs --format "
-        "deepspeed|accelerate|axolotl|litgpt|torchrun|transformers|vllm|llama_cpp");
+        "deepspeed|accelerate|axolotl|litgpt|torchtune|torchrun|transformers|vllm|llama_cpp");
   }
   ordered_json request;
   if (!estimate_request(args, request)) return bad_input;

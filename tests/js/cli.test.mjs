@@ -439,3 +439,28 @@ test('estimate --from reads a DeepSpeed config and a vllm serve line into the sa
     '--gpus', '2', '--method', 'tensor_parallel', '--json']);
   assert.equal(JSON.parse(served.stdout).peak_bytes, JSON.parse(same.stdout).peak_bytes);
 });
+
+test('export --format torchtune writes a tune run line that --from reads back to the same estimate', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gpumem-tune-'));
+  const setup = ['--model', 'meta-llama/Llama-3.2-1B', '--gpu', 'rtx-4090', '--framework', 'torchtune',
+    '--finetune', 'lora', '--compute', 'pure_bf16', '--micro-batch', '4', '--seq-len', '2048'];
+  const direct = gpumem(['estimate', ...setup, '--json']);
+  assert.equal(direct.status, 0, direct.stderr);
+  const out = gpumem(['export', '--format', 'torchtune', ...setup]);
+  assert.equal(out.status, 0, out.stderr);
+  const line = out.stdout.split('# launch\n')[1].split('\nnote:')[0];
+  assert.match(line, /^tune run lora_finetune_single_device --config llama3_2\/1B_lora_single_device \\\n  model\._component_=/);
+  writeFileSync(join(dir, 'tune.sh'), `${line}\n`);
+  const back = gpumem(['estimate', '--from', join(dir, 'tune.sh'), '--gpu', 'rtx-4090', '--json']);
+  assert.equal(back.status, 0, back.stderr);
+  assert.equal(JSON.parse(back.stdout).peak_bytes, JSON.parse(direct.stdout).peak_bytes);
+  // A config file (YAML) is told from an axolotl or accelerate one by its model builder.
+  writeFileSync(join(dir, 'tune.yaml'), [
+    'model:', '  _component_: torchtune.models.llama3_2.lora_llama3_2_1b',
+    '  lora_attn_modules: [q_proj, v_proj]', '  apply_lora_to_mlp: False', '  lora_rank: 8',
+    'batch_size: 4', 'dtype: bf16', 'optimizer:', '  _component_: torch.optim.AdamW', '  fused: True',
+    'tokenizer:', '  max_seq_len: 2048', ''].join('\n'));
+  const yaml = gpumem(['estimate', '--from', join(dir, 'tune.yaml'), '--gpu', 'rtx-4090', '--json']);
+  assert.equal(yaml.status, 0, yaml.stderr);
+  assert.equal(JSON.parse(yaml.stdout).peak_bytes, JSON.parse(direct.stdout).peak_bytes);
+});

@@ -451,6 +451,38 @@ test('launch it: the files and the command that run the setup shown, ready to co
   await context.close();
 });
 
+test('torchtune: its tune run line, pasted back, is the same setup in the calculator', async () => {
+  const query = '?v=1&model=meta-llama/Llama-3.2-1B&gpu=rtx-4090&fw=torchtune&ft=lora&precision=pure_bf16&mb=4&seq=2048&ckpt=1';
+  const page = await b.open(query);
+  const formats = await page.$$eval('[data-launch]', (els) => els.map((e) => e.dataset.launch));
+  assert.deepEqual(formats, ['torchtune']);
+  await page.click('[data-launch=torchtune]');
+  await page.waitForSelector('[data-testid=launch-files] pre');
+  const line = (await page.textContent('[data-testid=launch-files] pre')).trim();
+  assert.match(line, /^tune run lora_finetune_single_device --config llama3_2\/1B_lora_single_device \\\n[\s\S]*\n  batch_size=4 \\\n/);
+  const shown = await shownPeak(page);
+  await page.evaluate(() => document.querySelector('[data-testid=launch]').scrollIntoView());
+  await screenshot(page, 'launch-torchtune');
+  // Pasted into a different setup, the line brings its own back.
+  await page.goto(`${b.origin}/?v=1&gpu=rtx-4090&ft=full&mb=1&seq=512`);
+  await settled(page);
+  await page.evaluate(() => { document.querySelector('[data-testid=launch-import]').open = true; });
+  await page.fill('#gm-launch-paste', line);
+  await page.click('[data-launch-read]');
+  await page.waitForSelector('[data-testid=launch-import-verdict]');
+  assert.equal(Number(await page.getAttribute('[data-testid=launch-import-verdict]', 'data-peak-bytes')), shown);
+  await page.click('[data-launch-apply]');
+  await settled(page);
+  const state = stateOf(page);
+  assert.equal(state.fw, 'torchtune');
+  assert.equal(state.model, 'meta-llama/Llama-3.2-1B');
+  assert.equal(state.ft, 'lora');
+  assert.equal(state.mb, '4');
+  assert.equal(state.seq, '2048');
+  assert.equal(await shownPeak(page), shown);
+  await page.close();
+});
+
 test('check your own: a pasted DeepSpeed config or vllm serve line, estimated, then shown in the calculator', async () => {
   const page = await b.open('?v=1&gpu=a100-sxm4-80gb&gpus=8&ft=full&seq=2048');
   const config = { train_micro_batch_size_per_gpu: 2, gradient_accumulation_steps: 1, bf16: { enabled: true },

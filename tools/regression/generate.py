@@ -195,6 +195,35 @@ for i, (fmt, file) in enumerate([
     add(f'import {i}', {'command': 'import', 'format': fmt, 'file': file,
                         'request': {'model': 'meta-llama/Llama-3.1-8B', 'cluster': {'gpus': 8}}})
 
+# torchtune's tune run line and its config read back (the export and import of launch_torchtune*.cpp).
+tune = random.Random(37)
+for i in range(24):
+    gpus = tune.choice([1, 1, 4, 8])
+    w = {'framework': 'torchtune', 'micro_batch': tune.choice([1, 2, 4]), 'seq_len': tune.choice([512, 2048]),
+         'finetune': tune.choice(['full', 'lora', 'dora']), 'compute': tune.choice(['pure_bf16', 'fp32', 'amp_bf16']),
+         'grad_ckpt': tune.choice([True, False]), 'grad_accumulation': tune.choice([1, 1, 4]),
+         'optimizer': tune.choice(['adamw', 'adamw', 'adamw_8bit', 'sgd'])}
+    if w['finetune'] != 'full':
+        if tune.random() < 0.4:
+            w['weights'] = tune.choice(['nf4', 'nf4_double_quant'])
+        w['lora'] = {'r': tune.choice([8, 16]), 'targets': tune.choice(['all-linear', ['q_proj', 'v_proj'], ['q_proj', 'up_proj']])}
+    parallel = {'method': 'single' if gpus == 1 else tune.choice(['fsdp_full_shard', 'fsdp_shard_grad_op', 'ddp'])}
+    if tune.random() < 0.3:
+        parallel['offload'] = tune.choice([{'activations': 'cpu'}, {'optimizer': 'cpu', 'params': 'cpu', 'gradients': 'cpu'}])
+    request = {'command': 'export', 'format': 'torchtune',
+               'model': tune.choice(['meta-llama/Llama-3.2-1B', 'meta-llama/Llama-3.1-8B-Instruct', 'Qwen/Qwen2.5-7B', 'gpt2']),
+               'cluster': {'gpu': tune.choice(['h100-sxm', 'rtx-4090']), 'gpus': gpus}, 'parallel': parallel, 'workload': w}
+    add(f'export torchtune {i}', request)
+for i, file in enumerate([
+        'tune run --nproc_per_node 4 lora_finetune_distributed --config llama3_1/8B_lora batch_size=4 tokenizer.max_seq_len=4096',
+        'tune run full_finetune_single_device --config qwen2_5/7B_full_single_device optimizer_in_bwd=False compile=True',
+        'tune run --nnodes 2 --nproc_per_node 8 full_finetune_distributed --config llama3_3/70B_full fsdp_cpu_offload=True',
+        {'model': {'_component_': 'torchtune.models.gemma2.qlora_gemma2_9b', 'lora_attn_modules': ['q_proj', 'v_proj'],
+                   'lora_rank': 8}, 'batch_size': 2, 'dtype': 'bf16', 'tokenizer': {'max_seq_len': 1024},
+         'optimizer': {'_component_': 'bitsandbytes.optim.PagedAdamW8bit'}, 'epochs': 3}]):
+    add(f'import torchtune {i}', {'command': 'import', 'format': 'torchtune', 'file': file,
+                                  'request': {'cluster': {'gpu': 'h100-sxm'}}})
+
 requests.sort(key=lambda r: 0)  # keep generation order
 # The corpus only grows: requests already recorded keep their text (the random choices above draw
 # from the catalogue, which grows), and new names are appended.

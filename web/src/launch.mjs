@@ -7,7 +7,8 @@ import { importHtml } from './launch_import.mjs';
 import { copyText } from './clipboard.mjs';
 
 const LABELS = {
-  deepspeed: 'DeepSpeed', accelerate: 'accelerate', axolotl: 'axolotl', litgpt: 'litgpt', torchrun: 'torchrun', transformers: 'transformers',
+  deepspeed: 'DeepSpeed', accelerate: 'accelerate', axolotl: 'axolotl', litgpt: 'litgpt', torchtune: 'torchtune', torchrun: 'torchrun',
+  transformers: 'transformers',
   vllm: 'vLLM', llama_cpp: 'llama.cpp',
 };
 
@@ -28,7 +29,7 @@ export function launchFormats(view) {
   if (!request) return [];
   const w = request.workload;
   if (view.serving) return w.framework === 'vllm' || w.framework === 'llama_cpp' ? [w.framework] : [];
-  if (w.framework === 'litgpt') return ['litgpt'];
+  if (w.framework === 'litgpt' || w.framework === 'torchtune') return [w.framework];
   if ((w.framework ?? 'transformers') !== 'transformers') return [];
   const p = request.parallel ?? {};
   if ((p.tp ?? 1) > 1 || (p.cp ?? 1) > 1 || ['tensor_parallel', 'pipeline', 'gemini'].includes(p.method)) return [];
@@ -40,7 +41,7 @@ export function launchHtml(view) {
   const formats = launchFormats(view);
   const why = view.serving
     ? 'vLLM and llama.cpp setups get their launch line: choose one of them as the framework.'
-    : 'Launch files are written for transformers and litgpt setups without tensor, context or pipeline parallelism.';
+    : 'Launch files are written for transformers, litgpt and torchtune setups without tensor, context or pipeline parallelism.';
   if (view.llmem) return '';
   const exported = !launchRequest(view) ? '' : formats.length
     ? `<p class="hint">The configuration that runs exactly this setup, for the tool you launch with.</p>

@@ -5,7 +5,7 @@
 import { escapeHtml, grouped, messageText } from './format.mjs';
 
 export const importHtml = () => `<details class="launch-import" data-testid="launch-import">
-  <summary>Check your own: paste a DeepSpeed, accelerate or axolotl config, or a <code>vllm serve</code> or <code>llama-server</code> line</summary>
+  <summary>Check your own: paste a DeepSpeed, accelerate, axolotl or torchtune config, or a <code>tune run</code>, <code>vllm serve</code> or <code>llama-server</code> line</summary>
   <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your launch config"></textarea>
   <p><button type="button" data-launch-read>Read it</button></p>
   <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
@@ -14,8 +14,9 @@ export const importHtml = () => `<details class="launch-import" data-testid="lau
 const isMapping = (tree) => tree && typeof tree === 'object' && !Array.isArray(tree);
 
 // The file's format, or null: a JSON object is a DeepSpeed config, a line naming vllm is vLLM's,
-// YAML (read by npm's yaml, loaded then) with base_model is axolotl's, with distributed_type
-// accelerate's.
+// a `tune run` line torchtune's; YAML (read by npm's yaml, loaded then) with base_model is
+// axolotl's, with distributed_type accelerate's, with a model builder (model._component_)
+// torchtune's.
 export async function pastedFormat(text, yaml) {
   const trimmed = text.trim();
   if (trimmed.startsWith('{')) {
@@ -28,10 +29,12 @@ export async function pastedFormat(text, yaml) {
   }
   if (/^(\S*\/)?vllm\s/.test(trimmed) || /^python3? -m vllm/.test(trimmed)) return { format: 'vllm', file: trimmed };
   if (/^(\S*\/)?llama-(server|cli)\s/.test(trimmed)) return { format: 'llama_cpp', file: trimmed };
+  if (/^tune\s+run\s/.test(trimmed)) return { format: 'torchtune', file: trimmed.replace(/\\\n/g, ' ') };
   try {
     const tree = (await yaml()).parse(trimmed, { version: '1.1' });
     if (isMapping(tree) && 'base_model' in tree) return { format: 'axolotl', file: tree };
     if (isMapping(tree) && 'distributed_type' in tree) return { format: 'accelerate', file: tree };
+    if (isMapping(tree) && isMapping(tree.model) && '_component_' in tree.model) return { format: 'torchtune', file: tree };
   } catch {
     return null;
   }
@@ -39,7 +42,7 @@ export async function pastedFormat(text, yaml) {
 }
 
 // What the form gives that the file cannot say.
-function formSide(request, format) {
+function formSide(request, format, pasted) {
   const w = request.workload;
   const out = { cluster: { gpu: request.cluster.gpu } };
   if (format === 'accelerate') {
@@ -62,6 +65,19 @@ function formSide(request, format) {
       if (w[key] !== undefined) out.workload[key] = w[key];
     }
     if (w.phase === 'inference') delete out.workload.weights;
+  } else if (format === 'torchtune') {
+    // A line names its processes; a config file does not: the form's GPUs then.
+    if (typeof pasted !== 'string') {
+      out.cluster.gpus = request.cluster.gpus;
+      if (request.cluster.gpus_per_node) out.cluster.gpus_per_node = request.cluster.gpus_per_node;
+      const method = request.parallel?.method ?? '';
+      if (request.cluster.gpus > 1) out.parallel = { method: method.startsWith('fsdp') ? method : 'fsdp_full_shard' };
+    }
+    const fileLength = typeof pasted === 'string' ? /tokenizer\.max_seq_len=\d/.test(pasted)
+      : Number.isInteger(pasted?.tokenizer?.max_seq_len);
+    if (w.seq_len !== undefined && !fileLength) {
+      out.workload = { seq_len: w.seq_len };
+    }
   } else if (format === 'llama_cpp') {
     // A GGUF file's line: the model and the requests' lengths are the form's.
     out.model = request.model;
@@ -92,15 +108,17 @@ export function stateFromImport(request) {
     if (w.weights) next.weights = w.weights;
     if (gpus > 1) next.method = request.parallel.method;
   } else {
+    if (w.framework) next.fw = w.framework;
     if (w.compute) next.precision = w.compute;
     if (w.finetune) next.ft = w.finetune === 'lora' && w.weights === 'nf4_double_quant' ? 'qlora'
       : w.finetune === 'lora' && w.weights === 'int8' ? 'lora_int8' : w.finetune;
     if (w.lora?.r) next.r = String(w.lora.r);
+    if (w.lora?.dropout !== undefined) next.ldrop = String(w.lora.dropout);
     if (w.lora?.targets) next.targets = Array.isArray(w.lora.targets) ? w.lora.targets.join(',') : w.lora.targets;
     if (w.grad_ckpt !== undefined) next.ckpt = w.grad_ckpt === true ? '1' : w.grad_ckpt === false ? '0' : 'selective';
     if (w.optimizer) next.opt = w.optimizer;
     const o = request.parallel?.offload ?? {};
-    Object.assign(next, { oopt: o.optimizer ?? 'none', oparams: o.params ?? 'none', ograd: o.gradients ?? 'none', oact: 'none' });
+    Object.assign(next, { oopt: o.optimizer ?? 'none', oparams: o.params ?? 'none', ograd: o.gradients ?? 'none', oact: o.activations ?? 'none' });
   }
   return next;
 }
@@ -112,10 +130,10 @@ const list = (title, gaps) => (gaps.length
 export async function readPasted(client, request, text, out, apply, yaml) {
   const pasted = await pastedFormat(text, yaml);
   if (!pasted) {
-    out.innerHTML = '<p class="error">Paste a DeepSpeed config (JSON), an accelerate or axolotl config (YAML), or a <code>vllm serve MODEL …</code> or <code>llama-server …</code> line.</p>';
+    out.innerHTML = '<p class="error">Paste a DeepSpeed config (JSON), an accelerate, axolotl or torchtune config (YAML), or a <code>tune run …</code>, <code>vllm serve MODEL …</code> or <code>llama-server …</code> line.</p>';
     return;
   }
-  const [read] = await client.run([{ command: 'import', ...pasted, request: formSide(request, pasted.format) }]);
+  const [read] = await client.run([{ command: 'import', ...pasted, request: formSide(request, pasted.format, pasted.file) }]);
   if (!read.ok) {
     out.innerHTML = `<p class="error">${escapeHtml(messageText(read.error.message))}</p>`;
     return;

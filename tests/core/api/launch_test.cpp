@@ -218,6 +218,168 @@ TEST_CASE("axolotl and accelerate configs round-trip: the same peak") {
   CHECK(checked > 20);
 }
 
+TEST_CASE("a tune run line round-trips: the same request and the same peak") {
+  int checked = 0;
+  const json layouts[] = {
+      json{{"method", "single"}}, json{{"method", "single"}, {"offload", {{"activations", "cpu"}}}},
+      json{{"method", "fsdp_full_shard"}}, json{{"method", "fsdp_shard_grad_op"}},
+      json{{"method", "fsdp_full_shard"},
+           {"offload", {{"optimizer", "cpu"}, {"params", "cpu"}, {"gradients", "cpu"}}}}};
+  const json runs[] = {
+      json{{"finetune", "full"}, {"compute", "pure_bf16"}},
+      json{{"finetune", "full"}, {"compute", "fp32"}, {"optimizer", "adamw_8bit"}},
+      json{{"finetune", "lora"},
+           {"compute", "pure_bf16"},
+           {"grad_ckpt", true},
+           {"optimizer_impl", "foreach"},
+           {"lora", {{"r", 16}, {"dropout", 0.05}, {"targets", {"q_proj", "o_proj", "lm_head"}}}}},
+      json{{"finetune", "dora"},
+           {"compute", "pure_bf16"},
+           {"weights", "nf4_double_quant"},
+           {"grad_ckpt", true},
+           {"lora", {{"targets", {"q_proj", "v_proj", "gate_proj", "up_proj", "down_proj"}}}}}};
+  for (const char* model : {"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Meta-Llama-3-8B"}) {
+    for (const json& parallel : layouts) {
+      const std::uint64_t gpus = parallel.at("method") == "single" ? 1 : 4;
+      for (const json& run : runs) {
+        if (run.contains("weights") && parallel.value("offload", json::object()).contains("params"))
+          continue;
+        json workload = run;
+        workload["framework"] = "torchtune";
+        workload["seq_len"] = 2048;
+        // One device's full fine-tuning steps inside backward, without accumulation.
+        workload["grad_accumulation"] = gpus == 1 && run.at("finetune") == "full" ? 1 : 2;
+        json request = training(parallel, workload, gpus);
+        request["model"] = model;
+        request["cluster"]["gpu"] = "h100-sxm";
+        const json original = call(request);
+        CAPTURE(request.dump());
+        REQUIRE(original.value("ok", false));
+        const json out = exported(request, "torchtune");
+        REQUIRE(out.value("ok", false));
+        CHECK(out.at("result").at("files").empty());
+        const std::string line = out.at("result").at("command").get<std::string>();
+        CHECK(line.rfind("tune run ", 0) == 0);
+        const json back = call({{"command", "import"},
+                                {"format", "torchtune"},
+                                {"file", line},
+                                {"request", {{"cluster", {{"gpu", "h100-sxm"}}}}}});
+        CAPTURE(line);
+        REQUIRE(back.value("ok", false));
+        CHECK(back.at("result").at("conflicts").empty());
+        CHECK(back.at("result").at("ignored").empty());
+        CHECK(back.at("result").at("assumed").empty());
+        json again = back.at("result").at("request");
+        again["command"] = "estimate";
+        const json estimate = call(again);
+        CAPTURE(again.dump());
+        REQUIRE(estimate.value("ok", false));
+        CHECK(estimate.at("result").at("peak_bytes") == original.at("result").at("peak_bytes"));
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= 30);
+}
+
+TEST_CASE("torchtune: the shipped config, the builder, and what it refuses") {
+  json request = training({{"method", "single"}},
+                          {{"framework", "torchtune"},
+                           {"finetune", "lora"},
+                           {"compute", "pure_bf16"},
+                           {"weights", "nf4"}},
+                          1);
+  request["model"] = "Qwen/Qwen2.5-7B-Instruct";
+  const json out = exported(request, "torchtune");
+  REQUIRE(out.value("ok", false));
+  const std::string line = out.at("result").at("command").get<std::string>();
+  // Qwen2.5 7B ships no QLoRA config: its LoRA one, with the instruct builder quantised.
+  CHECK(line.find("lora_finetune_single_device --config qwen2_5/7B_lora_single_device") !=
+        std::string::npos);
+  CHECK(line.find("model._component_=torchtune.models.qwen2_5.lora_qwen2_5_7b_instruct") !=
+        std::string::npos);
+  CHECK(line.find("model.quantize_base=True") != std::string::npos);
+  // torchao's NF4 is nf4_double_quant's layout: said where the request asked for plain nf4.
+  bool weights_said = false;
+  for (const auto& gap : out.at("result").at("not_expressed"))
+    weights_said = weights_said || gap.at("field") == "workload.weights";
+  CHECK(weights_said);
+
+  const auto refusal_field = [](json r) {
+    const json answer = exported(r, "torchtune");
+    REQUIRE_FALSE(answer.value("ok", true));
+    return answer.at("error").at("field").get<std::string>();
+  };
+  json base =
+      training({{"method", "single"}},
+               {{"framework", "torchtune"}, {"finetune", "full"}, {"compute", "pure_bf16"}}, 1);
+  json amp = base;
+  amp["workload"]["compute"] = "amp_bf16";
+  CHECK(refusal_field(amp) == "workload.compute");
+  json accumulating = base;
+  accumulating["workload"]["grad_accumulation"] = 4;  // optimizer_in_bwd takes none
+  CHECK(refusal_field(accumulating) == "workload.grad_accumulation");
+  json phi = base;
+  phi["model"] = "microsoft/phi-2";
+  CHECK(refusal_field(phi) == "model");
+  json half_mlp = base;
+  half_mlp["workload"]["finetune"] = "lora";
+  half_mlp["workload"]["lora"] = {{"targets", {"q_proj", "up_proj"}}};
+  CHECK(refusal_field(half_mlp) == "workload.lora.targets");
+  json tied_head = half_mlp;  // Llama 3.2 1B's head is its tied embedding
+  tied_head["workload"]["lora"] = {{"targets", {"q_proj", "lm_head"}}};
+  CHECK(refusal_field(tied_head) == "workload.lora.targets");
+  json hybrid = training({{"method", "ddp"}},
+                         {{"framework", "torchtune"}, {"finetune", "lora"}, {"compute", "fp32"}});
+  CHECK(refusal_field(hybrid) == "parallel.method");
+  json no_config = base;  // Llama 2 70B ships LoRA configs only
+  no_config["model"] = "meta-llama/Llama-2-70b-hf";
+  no_config["cluster"]["gpus"] = 1;
+  no_config["workload"]["micro_batch"] = 1;
+  CHECK(refusal_field(no_config) != "");
+}
+
+TEST_CASE("a torchtune config read as a tree: its keys, what it ignores, what it assumes") {
+  const json config = {
+      {"model",
+       {{"_component_", "torchtune.models.llama3_2.qlora_llama3_2_1b"},
+        {"lora_attn_modules", {"q_proj", "v_proj", "output_proj"}},
+        {"apply_lora_to_mlp", true},
+        {"lora_rank", 8},
+        {"lora_dropout", 0.0}}},
+      {"tokenizer", {{"path", "/tmp/x/tokenizer.model"}, {"max_seq_len", 4096}}},
+      {"batch_size", 4},
+      {"gradient_accumulation_steps", 8},
+      {"optimizer", {{"_component_", "torch.optim.AdamW"}, {"fused", true}, {"lr", 3e-4}}},
+      {"loss", {{"_component_", "torchtune.modules.loss.LinearCrossEntropyLoss"}}},
+      {"dtype", "bf16"},
+      {"compile", true},
+      {"enable_activation_checkpointing", true},
+      {"custom_sharded_layers", {"tok_embeddings", "output"}},
+      {"epochs", 1}};
+  const json back =
+      call({{"command", "import"}, {"format", "torchtune"}, {"file", config}, {"request", {}}});
+  REQUIRE(back.value("ok", false));
+  const json& r = back.at("result").at("request");
+  CHECK(r.at("model") == "meta-llama/Llama-3.2-1B");
+  CHECK(r.at("workload").at("finetune") == "lora");
+  CHECK(r.at("workload").at("weights") == "nf4_double_quant");
+  CHECK(r.at("workload").at("micro_batch") == 4);
+  CHECK(r.at("workload").at("grad_accumulation") == 8);
+  CHECK(r.at("workload").at("seq_len") == 4096);
+  CHECK(r.at("workload").at("compute") == "pure_bf16");
+  CHECK(r.at("workload").at("optimizer_impl") == "fused");
+  CHECK(r.at("workload").at("lora").at("targets") ==
+        json{"q_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"});
+  std::vector<std::string> ignored;
+  for (const auto& gap : back.at("result").at("ignored"))
+    ignored.push_back(gap.at("field").get<std::string>());
+  CHECK(ignored ==
+        std::vector<std::string>{"loss._component_", "compile", "custom_sharded_layers"});
+  // A config names no recipe: how several GPUs would run it is said, not guessed silently.
+  CHECK(back.at("result").at("assumed").at(0).at("field") == "parallel.method");
+}
+
 TEST_CASE("the training formats write what their projects read") {
   // accelerate's FSDP plugin: the sharding strategy, the offload and checkpointing in its section.
   const json fsdp = exported(
@@ -295,10 +457,8 @@ TEST_CASE("a format refuses what it cannot run, naming the field") {
             .at("field") == "workload.compute");
   CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "vllm")).at("field") ==
         "format");
-  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "torchtune"))
-            .at("message")
-            .get<std::string>()
-            .find("not written yet") != std::string::npos);
+  CHECK(refused(exported(training({{"method", "ddp"}}, json::object()), "torchtune")).at("field") ==
+        "workload.framework");
   const json transformers_serving = {{"command", "estimate"},
                                      {"model", "meta-llama/Llama-3.1-8B"},
                                      {"cluster", {{"gpu", "h100-sxm"}}},
@@ -390,6 +550,20 @@ TEST_CASE("a malformed launch file is an answer, never an exception") {
                            json("vllm serve m --max-model-len 99999999999999999999")}) {
     CAPTURE(file.dump());
     const json answer = call({{"command", "import"}, {"format", "vllm"}, {"file", file}});
+    CHECK(answer.is_object());
+    CHECK(answer.contains("ok"));
+  }
+  for (const json& file :
+       {json(5), json(""), json("tune"), json("tune run"), json("tune run 'x"),
+        json("tune run --nproc_per_node x full_finetune_distributed"),
+        json("tune run --nproc_per_node 99999999999 --nnodes 0 lora_finetune_distributed"),
+        json("tune run eleuther_eval --config llama3_1/8B_lora batch_size=-1 =x a.=1 .b=2"),
+        json("tune run lora_finetune_single_device --config x/y model.lora_rank=[1,2] "
+             "tokenizer.max_seq_len=1e30 batch_size=99999999999999999999999"),
+        json{{"model", 5}, {"optimizer", "x"}, {"tokenizer", {{"max_seq_len", -1}}}},
+        json{{"model", {{"_component_", 5}, {"lora_attn_modules", {1, 2}}}}, {"dtype", 16}}}) {
+    CAPTURE(file.dump());
+    const json answer = call({{"command", "import"}, {"format", "torchtune"}, {"file", file}});
     CHECK(answer.is_object());
     CHECK(answer.contains("ok"));
   }

@@ -70,11 +70,10 @@ struct launch_output {
   std::vector<launch_gap> not_expressed;
 };
 
-// The formats `export` writes, and those it does not write yet (named in its refusal).
-inline constexpr const char* launch_formats[] = {"deepspeed", "accelerate", "torchrun",
-                                                 "axolotl",   "litgpt",     "transformers",
-                                                 "vllm",      "llama_cpp"};
-inline constexpr const char* launch_formats_planned[] = {"torchtune"};
+// The formats `export` writes.
+inline constexpr const char* launch_formats[] = {"deepspeed",    "accelerate", "torchrun",
+                                                 "axolotl",      "litgpt",     "torchtune",
+                                                 "transformers", "vllm",       "llama_cpp"};
 
 // The format's files and launch line for `setup`, or request.invalid_value naming the field the
 // format cannot run (a method it lacks, a framework other than its own).
@@ -86,6 +85,8 @@ result<launch_output> export_transformers(const launch_setup& setup);
 result<launch_output> export_axolotl(const launch_setup& setup);
 // litgpt's finetune command line (launch_litgpt.cpp).
 result<launch_output> export_litgpt(const launch_setup& setup);
+// torchtune's `tune run` line over a shipped config (launch_torchtune.cpp).
+result<launch_output> export_torchtune(const launch_setup& setup);
 
 // `import`: a launch file read back into request fields. `fields` holds the request's members
 // the file sets (model, cluster, parallel, workload: merged under the caller's own request,
@@ -111,6 +112,8 @@ result<launch_import> import_llama_cpp(const std::string& line);
 // An axolotl config and an accelerate config, each a YAML file the caller parsed into a tree.
 result<launch_import> import_axolotl(const nlohmann::ordered_json& config);
 result<launch_import> import_accelerate(const nlohmann::ordered_json& config);
+// A `tune run` line (a string) or a torchtune config (a YAML file parsed into a tree).
+result<launch_import> import_torchtune(const nlohmann::ordered_json& file);
 
 // A command line split into words as a POSIX shell splits it (quotes and backslashes; no
 // expansions): request.invalid_value for an unterminated quote.

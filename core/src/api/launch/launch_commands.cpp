@@ -60,16 +60,13 @@ void merge_over(json& base, const json& over, const std::string& path, json& ove
 result<std::string> read_launch_format(const json& request) {
   const json& format = request.value("format", json());
   const auto accepted =
-      "one of deepspeed, accelerate, torchrun, axolotl, litgpt, transformers, vllm, llama_cpp";
+      "one of deepspeed, accelerate, torchrun, axolotl, litgpt, torchtune, transformers, vllm, "
+      "llama_cpp";
   if (!format.is_string()) {
     return error{"request.missing_field", "format",
                  std::string("[format] is required: ") + accepted};
   }
   const std::string name = format.get<std::string>();
-  if (listed(name, std::begin(launch_formats_planned), std::end(launch_formats_planned))) {
-    return error{"request.invalid_value", "format",
-                 "[format] " + name + " is not written yet; " + accepted};
-  }
   if (!listed(name, std::begin(launch_formats), std::end(launch_formats))) {
     return error{"request.invalid_value", "format",
                  "[format] must be " + std::string(accepted) + ", got \"" + name + "\""};
@@ -145,12 +142,13 @@ result<json> export_answer(const json& request, const std::string& format,
 
 result<json> import_answer(const json& request, std::uint64_t hidden_size) {
   const json& format = request.value("format", json());
-  if (!format.is_string() || (format != "deepspeed" && format != "vllm" && format != "axolotl" &&
-                              format != "accelerate" && format != "llama_cpp")) {
-    return error{
-        "request.invalid_value", "format",
-        "[format] import reads deepspeed (a config's JSON), accelerate and axolotl (a "
-        "config's YAML as a tree), vllm (a `vllm serve` line) or llama_cpp (a llama-server line)"};
+  if (!format.is_string() ||
+      (format != "deepspeed" && format != "vllm" && format != "axolotl" && format != "accelerate" &&
+       format != "llama_cpp" && format != "torchtune")) {
+    return error{"request.invalid_value", "format",
+                 "[format] import reads deepspeed (a config's JSON), accelerate and axolotl (a "
+                 "config's YAML as a tree), torchtune (a `tune run` line or a config's YAML as a "
+                 "tree), vllm (a `vllm serve` line) or llama_cpp (a llama-server line)"};
   }
   const json& file = request.value("file", json());
   result<launch_import> read = error{};
@@ -163,6 +161,8 @@ result<json> import_answer(const json& request, std::uint64_t hidden_size) {
     read = import_axolotl(file);
   } else if (format == "accelerate") {
     read = import_accelerate(file);
+  } else if (format == "torchtune") {
+    read = import_torchtune(file);
   } else {
     if (!file.is_string()) {
       return error{"request.invalid_type", "file", "[file] a command line: a string"};

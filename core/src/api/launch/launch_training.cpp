@@ -249,6 +249,7 @@ result<launch_output> export_training(const launch_setup& setup, const std::stri
   if (format == "torchrun") return torchrun(setup);
   if (format == "axolotl") return export_axolotl(setup);
   if (format == "litgpt") return export_litgpt(setup);
+  if (format == "torchtune") return export_torchtune(setup);
   return export_transformers(setup);
 }
 
