@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -337,6 +338,63 @@ TEST_CASE("torchtune: the shipped config, the builder, and what it refuses") {
   no_config["cluster"]["gpus"] = 1;
   no_config["workload"]["micro_batch"] = 1;
   CHECK(refusal_field(no_config) != "");
+}
+
+TEST_CASE("torchtune's line overrides only keys its 0.6.1 recipes and builders read") {
+  // recipes/{full,lora}_finetune_{single_device,distributed}.py (cfg.<key>), the builders'
+  // arguments (torchtune/models/*/_model_builders.py) and the configs' optimizer/loss sections.
+  const std::vector<std::string> documented = {"model._component_",
+                                               "model.lora_attn_modules",
+                                               "model.apply_lora_to_mlp",
+                                               "model.apply_lora_to_output",
+                                               "model.lora_rank",
+                                               "model.lora_alpha",
+                                               "model.lora_dropout",
+                                               "model.use_dora",
+                                               "model.quantize_base",
+                                               "batch_size",
+                                               "gradient_accumulation_steps",
+                                               "tokenizer.max_seq_len",
+                                               "dtype",
+                                               "optimizer._component_",
+                                               "optimizer.fused",
+                                               "optimizer.foreach",
+                                               "optimizer.momentum",
+                                               "optimizer_in_bwd",
+                                               "loss._component_",
+                                               "compile",
+                                               "enable_activation_checkpointing",
+                                               "enable_activation_offloading",
+                                               "fsdp_cpu_offload",
+                                               "fsdp_reshard_after_forward"};
+  int lines = 0;
+  for (const char* method : {"single", "fsdp_full_shard"}) {
+    for (const json& run :
+         {json{{"finetune", "full"}}, json{{"finetune", "lora"}, {"optimizer", "sgd_momentum"}},
+          json{{"finetune", "dora"}, {"weights", "nf4_double_quant"}}}) {
+      json workload = run;
+      workload["framework"] = "torchtune";
+      workload["compute"] = "pure_bf16";
+      json request =
+          training({{"method", method}}, workload, std::string(method) == "single" ? 1 : 4);
+      request["model"] = "meta-llama/Meta-Llama-3-8B";
+      request["cluster"]["gpu"] = "h100-sxm";
+      const json out = exported(request, "torchtune");
+      CAPTURE(request.dump());
+      REQUIRE(out.value("ok", false));
+      auto words = shell_words(out.at("result").at("command").get<std::string>(), "command");
+      REQUIRE(words.ok());
+      for (const auto& word : words.value()) {
+        const auto eq = word.find('=');
+        if (eq == std::string::npos) continue;
+        CAPTURE(word);
+        CHECK(std::find(documented.begin(), documented.end(), word.substr(0, eq)) !=
+              documented.end());
+      }
+      ++lines;
+    }
+  }
+  CHECK(lines == 6);
 }
 
 TEST_CASE("a torchtune config read as a tree: its keys, what it ignores, what it assumes") {
