@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/config_reader.hpp"
+#include "training/framework.hpp"
 
 namespace gpumem {
 
@@ -274,8 +275,30 @@ std::string read_finetune(const json& p, const json& w, training_config& config,
     for (const auto& t : lora.value("targets", json::array())) {
       if (t.is_string()) config.lora_targets.push_back(t.get<std::string>());
     }
+    // The LoRA dropout the source states (validation README, workload.lora.dropout).
+    const json& dropout = lora.value("dropout", json());
+    if (dropout.is_number() && dropout.get<double>() >= 0 && dropout.get<double>() < 1)
+      config.lora_dropout = dropout.get<double>();
   }
   return "";
+}
+
+// The library releases the source states (validation README, workload.software): those that
+// change what a training step keeps. An unstated one keeps the request's default, said in the
+// note where it matters (bitsandbytes under a 4-bit base).
+void read_software(const json& w, training_config& config, std::string& defaults_note) {
+  const json& software = w.value("software", json());
+  const auto release = [&](const char* name) -> std::optional<library_release> {
+    const json& v = software.is_object() ? software.value(name, json()) : json();
+    return v.is_string() ? parse_library_release(v.get<std::string>()) : std::nullopt;
+  };
+  config.software.torch = release("torch");
+  config.software.bitsandbytes = release("bitsandbytes");
+  config.software.peft = release("peft");
+  const bool four_bit = config.quantization == base_quantization::nf4 ||
+                        config.quantization == base_quantization::nf4_double_quant;
+  if (four_bit && framework_of(config).bitsandbytes_4bit && !config.software.bitsandbytes)
+    defaults_note += "; bitsandbytes release not stated: read as before 0.45";
 }
 
 // The stored weights, the compute precision and the optimizer states' dtype.
@@ -391,6 +414,12 @@ std::string read_stated_accumulation(const json& p, training_config& config,
     config.grad_accumulation = *steps;
     accumulation_stated = true;
   }
+  // The format's own field (validation README, workload.grad_accumulation).
+  const json& stated = object_at(p, "workload").value("grad_accumulation", json());
+  if (!accumulation_stated && whole_in(stated, 1, 65536)) {
+    config.grad_accumulation = stated.get<std::uint64_t>();
+    accumulation_stated = true;
+  }
   // A source that names transformers' own argument in its description states the accumulation
   // its Trainer ran (TrainingArguments.gradient_accumulation_steps): "gradient_accumulation_steps
   // = N" or "gradient_accumulation_steps N" in original_notes, the source's text unchanged.
@@ -458,6 +487,7 @@ std::string training_config_for(const json& p, training_config& config,
   read_framework(p, framework, config, defaults_note);
   if (auto why = read_finetune(p, w, config, defaults_note); !why.empty()) return why;
   if (auto why = read_precision(w, config); !why.empty()) return why;
+  read_software(w, config, defaults_note);
   if (auto why = read_optimizer(w, phase, config); !why.empty()) return why;
   if (auto why = read_lengths(p, w, config, defaults_note); !why.empty()) return why;
   if (auto why = read_recomputation(w, framework, config, defaults_note); !why.empty()) return why;
