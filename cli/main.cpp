@@ -75,6 +75,8 @@ Usage:
                     [--framework transformers|litgpt|vllm|llama_cpp]
                     [--kv-cache dynamic|static|paged] [--kv-dtype bf16|fp16|fp8|int8]
                     [--kv-tokens T] [--gpu-memory-utilization U]
+                    [--transformers-version V: generate()'s release (before 4.45 every prompt
+                     position's logits, before 4.42 kept into the first decode step)]
                     [--gpus N --method tensor_parallel|pipeline]
                     [--solve max_context|max_batch]
                   training: [--solve max_batch] instead of --micro-batch: the largest that fits
@@ -431,6 +433,8 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
     if (args.options.count(flag))
       request["workload"]["kv_cache"][field] = number_option(args.options.at(flag));
   }
+  if (args.options.count("transformers-version"))
+    request["workload"]["software"]["transformers"] = args.options.at("transformers-version");
   if (args.options.count("solve")) request["solve"] = args.options.at("solve");
 }
 

@@ -224,6 +224,19 @@ for i, file in enumerate([
     add(f'import torchtune {i}', {'command': 'import', 'format': 'torchtune', 'file': file,
                                   'request': {'cluster': {'gpu': 'h100-sxm'}}})
 
+# transformers' generate by release (core/src/inference/generate_release.cpp).
+gen = random.Random(41)
+for i in range(16):
+    w = {'phase': 'inference', 'micro_batch': gen.choice([1, 4, 16]), 'seq_len': gen.choice([256, 2048]),
+         'new_tokens': gen.choice([1, 2, 64]), 'compute': gen.choice(['bf16', 'fp16']),
+         'weights': gen.choice(['bf16', 'nf4', 'fp16']),
+         'software': {'transformers': gen.choice(['4.30.2', '4.34.1', '4.38.2', '4.41.0', '4.44.2', '4.45.1', '4.46.3', '4.47.1'])}}
+    if gen.random() < 0.3:
+        w['kv_cache'] = {'kind': 'static'}
+    add(f'generate release {i}', {'command': 'estimate',
+                                  'model': gen.choice(['meta-llama/Llama-3.2-1B', 'gpt2', 'mistralai/Mistral-7B-v0.1']),
+                                  'cluster': {'gpu': 'a100-sxm4-80gb'}, 'workload': w})
+
 requests.sort(key=lambda r: 0)  # keep generation order
 # The corpus only grows: requests already recorded keep their text (the random choices above draw
 # from the catalogue, which grows), and new names are appended.

@@ -155,6 +155,39 @@ std::optional<error> read_solve(const json& request, inference_request& out) {
   return std::nullopt;
 }
 
+// workload.software: transformers' release, whose generate() changed what a prefill keeps.
+std::optional<error> read_inference_software(const json& workload, inference_config& c) {
+  const json& software = workload.value("software", json());
+  if (software.is_null()) return std::nullopt;
+  if (!software.is_object()) {
+    return error{"request.invalid_type", "workload.software",
+                 "[workload.software] must be an object of library releases, e.g. "
+                 "{\"transformers\": \"4.36.2\"}"};
+  }
+  if (auto e = unknown_keys(software, "workload.software", {"transformers"})) return *e;
+  const json& value = software.value("transformers", json());
+  if (value.is_null()) return std::nullopt;
+  c.transformers =
+      value.is_string() ? parse_library_release(value.get<std::string>()) : std::nullopt;
+  if (!c.transformers) {
+    return error{"request.invalid_value", "workload.software.transformers",
+                 "[workload.software.transformers] a release such as \"4.36.2\": numbers "
+                 "separated by dots, then optionally a pre-, post- or dev-release or a +local "
+                 "part; got " +
+                     value.dump()};
+  }
+  if (c.framework != serving_framework::transformers) {
+    return error{"request.invalid_value", "workload.software.transformers",
+                 "[workload.software.transformers] is the release of transformers' generate(): "
+                 "framework transformers"};
+  }
+  // Before 4.36 transformers ran eager attention unless told otherwise (pull request 26572 made
+  // SDPA the default): an unstated attention is eager there.
+  if (!workload.contains("attention") && c.transformers->before(4, 36))
+    c.attention = attention_kernel::eager;
+  return std::nullopt;
+}
+
 }  // namespace
 
 result<inference_request> read_inference_request(const json& request, const model_spec& model,
@@ -162,10 +195,10 @@ result<inference_request> read_inference_request(const json& request, const mode
                                                  std::vector<std::string>& warnings) {
   if (auto e = check_object(request, "workload")) return *e;
   const json& workload = member(request, "workload");
-  if (auto e =
-          unknown_keys(workload, "workload",
-                       {"phase", "weights", "fp8_scaling", "group_size", "compute", "micro_batch",
-                        "seq_len", "new_tokens", "kv_cache", "attention", "framework"})) {
+  if (auto e = unknown_keys(
+          workload, "workload",
+          {"phase", "weights", "fp8_scaling", "group_size", "compute", "micro_batch", "seq_len",
+           "new_tokens", "kv_cache", "attention", "framework", "software"})) {
     return *e;
   }
   config_reader in(workload, "workload", "request");
@@ -174,6 +207,7 @@ result<inference_request> read_inference_request(const json& request, const mode
   const auto compute = read_inference_formats(in, c);
   if (!compute.ok()) return compute.failure();
   if (auto e = checkpoint_weights(workload, model, c)) return *e;
+  if (auto e = read_inference_software(workload, c)) return *e;
   if (auto e = read_kv_cache(workload, compute.value(), c)) return *e;
   const std::uint64_t context = c.prompt_tokens + c.new_tokens;
   if (auto e = check_seq_len(model, context, warnings))

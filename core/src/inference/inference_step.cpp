@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpumem/model/param_count.hpp"
+#include "inference/generate_release.hpp"
 #include "inference/inference_checks.hpp"
 
 namespace gpumem {
@@ -232,6 +233,11 @@ struct pass {
   std::uint64_t context = 1;
   bool creates_cache = false;
   bool last_position_logits = true;  // only the last position goes through the LM head
+  // transformers' releases (generate_release): the forward's fp32 logits, generate's clone of
+  // all of them, and whether they outlive the pass (take_kept_logits).
+  bool upcast_logits = false;
+  bool clone_logits = false;
+  bool keep_logits = false;
 };
 
 std::uint64_t layer_cache_tokens(const layer_spec& layer, const inference_config& c,
@@ -429,6 +435,10 @@ class inference_replay {
     }
     const int out = matmul(positions * vocab * c_.activation_bytes, transient);
     tl_.free(normed);
+    if (p.upcast_logits || p.clone_logits || p.keep_logits) {
+      release_logits(p, out, positions * vocab);
+      return;
+    }
     // Some modeling code upcasts the logits to fp32 (model_spec::logits_fp32).
     const int upcast = spec_.logits_fp32 && c_.activation_bytes < 4
                            ? tl_.allocate(positions * vocab * 4, cat::logits_and_loss)
@@ -439,6 +449,42 @@ class inference_replay {
     const int probs = tl_.allocate(p.batch * spec_.vocab_size * 4, cat::logits_and_loss);
     for (int h : {f32, processed, probs, out}) tl_.free(h);
   }
+
+  // The logits as a stated transformers release handles them (generate_release.cpp): the
+  // forward's fp32 copy replaces the 16-bit output; generate may clone them all before slicing
+  // the last position, and (before 4.42) the outputs live on until the next forward returns.
+  void release_logits(const pass& p, int out, std::uint64_t elements) {
+    const bool upcast = (spec_.logits_fp32 || p.upcast_logits) && c_.activation_bytes < 4;
+    if (upcast) {
+      const int f32 = tl_.allocate(elements * 4, cat::logits_and_loss);
+      tl_.free(out);
+      out = f32;
+    }
+    const int clone = p.clone_logits ? tl_.allocate(elements * (upcast ? 4 : c_.activation_bytes),
+                                                    cat::logits_and_loss)
+                                     : -1;
+    const std::uint64_t last = p.batch * spec_.vocab_size * 4;
+    const int f32 = tl_.allocate(last, cat::logits_and_loss);
+    const int processed = tl_.allocate(last, cat::logits_and_loss);
+    const int probs = tl_.allocate(last, cat::logits_and_loss);
+    for (int h : {f32, processed, probs, clone}) tl_.free(h);
+    if (p.keep_logits) {
+      kept_logits_ = out;
+    } else {
+      tl_.free(out);
+    }
+  }
+
+ public:
+  // The logits a pass kept (pass::keep_logits), for the caller to free; -1 when none.
+  int take_kept_logits() {
+    const int kept = kept_logits_;
+    kept_logits_ = -1;
+    return kept;
+  }
+
+ private:
+  int kept_logits_ = -1;
 
   const model_spec& spec_;
   const inference_config& c_;
@@ -641,6 +687,7 @@ struct generation {
   inference_replay& replay;
   const std::uint64_t final_context;
   const std::uint64_t cache_tokens;
+  const generate_release release;
   std::vector<int> cache;
 
   // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
@@ -672,31 +719,61 @@ struct generation {
     // model(input_ids), logits_to_keep 0), while generate() keeps only the last position.
     prefill.last_position_logits =
         config.framework != serving_framework::litgpt &&
-        !(config.framework == serving_framework::transformers && config.new_tokens == 1);
+        !(config.framework == serving_framework::transformers && config.new_tokens == 1) &&
+        !release.all_prompt_logits;
+    prefill.upcast_logits = release.logits_upcast;
+    prefill.clone_logits = release.whole_logits_clone;
+    prefill.keep_logits = release.outputs_kept && config.new_tokens > 1;
     return replay.forward(prefill);
   }
 
-  // Decoding, replayed as its last step: the longest context and the largest cache.
+  // Decoding, replayed as its last step: the longest context and the largest cache; and first
+  // its first step where a release keeps the prefill's logits or the previous cache through it.
   void run_decode(const std::vector<int>& prefill_cache) {
     tl.phase("decode");
-    if (config.kv == kv_cache_kind::dynamic) {
-      // DynamicCache.update concatenates each step's key and value to the layer's cache
-      // (torch.cat: the grown copy exists beside the old one); the last decode step holds the
-      // prompt and all but the last generated token.
-      std::size_t i = 0;
-      for (std::size_t l = r.first; l < r.last; ++l) {
-        const std::uint64_t bytes = half_cache(spec.layers[l], final_context);
-        for (int half = 0; half < 2; ++half, ++i) {
-          cache.push_back(tl.allocate(bytes, cat::kv_cache));
-          tl.free(prefill_cache[i]);
-        }
-      }
-    }
+    int kept_logits = replay.take_kept_logits();
     pass decode;
     decode.batch = config.batch;
     decode.tokens = 1;
-    decode.context = config.kv == kv_cache_kind::static_cache ? cache_tokens : final_context;
+    decode.upcast_logits = release.logits_upcast;
+    if (config.kv != kv_cache_kind::dynamic) {
+      decode.context = cache_tokens;
+      replay.forward(decode);
+      tl.free(kept_logits);
+      return;
+    }
+    std::vector<int> held = prefill_cache;
+    const std::uint64_t first = config.prompt_tokens + 1;
+    if ((kept_logits >= 0 || release.old_cache_kept) && final_context > first) {
+      held = decode_step(held, first, decode);
+      tl.free(kept_logits);
+      kept_logits = -1;
+    }
+    held = decode_step(held, final_context, decode);
+    tl.free(kept_logits);
+    cache.insert(cache.end(), held.begin(), held.end());
+  }
+
+  // One decode step over a dynamic cache grown to `context` tokens: DynamicCache.update
+  // concatenates each step's key and value to the layer's cache (torch.cat: the grown copy
+  // exists beside the old one, which is dropped at once, or, before transformers 4.42, only when
+  // the forward returns: generate_release). Returns the grown cache.
+  std::vector<int> decode_step(const std::vector<int>& old, std::uint64_t context, pass decode) {
+    std::vector<int> grown;
+    std::size_t i = 0;
+    for (std::size_t l = r.first; l < r.last; ++l) {
+      const std::uint64_t bytes = half_cache(spec.layers[l], context);
+      for (int half = 0; half < 2; ++half, ++i) {
+        grown.push_back(tl.allocate(bytes, cat::kv_cache));
+        if (!release.old_cache_kept) tl.free(old[i]);
+      }
+    }
+    decode.context = context;
     replay.forward(decode);
+    if (release.old_cache_kept) {
+      for (int h : old) tl.free(h);
+    }
+    return grown;
   }
 };
 
@@ -739,7 +816,9 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
     return out;
   }
   const std::uint64_t cache_tokens = preallocated_tokens(config, total_tokens, final_context);
-  generation generate{spec, config, r, tl, replay, final_context, cache_tokens, {}};
+  const generate_release release = generate_release_of(spec, config);
+  if (!release.note.empty()) out.notes.push_back(release.note);
+  generation generate{spec, config, r, tl, replay, final_context, cache_tokens, release, {}};
   if (config.kv == kv_cache_kind::static_cache) generate.allocate_static_cache();
   const std::vector<int> prefill_cache = generate.run_prefill();
   if (config.new_tokens > 1) generate.run_decode(prefill_cache);

@@ -446,7 +446,7 @@ memory_report validate_memory(const json& points) {
     training_config config;
     inference_config serving;
     std::string defaults_note;
-    const std::string reason = inference ? inference_config_for(p, serving)
+    const std::string reason = inference ? inference_config_for(p, serving, defaults_note)
                                          : training_config_for(p, config, defaults_note);
     if (!reason.empty()) {
       skip(reason);

@@ -503,7 +503,8 @@ std::string training_config_for(const json& p, training_config& config,
 
 // The inference estimator's request for a validation point, or a reason it cannot be read yet.
 // A stated kv_cache_tokens is a preallocated cache; otherwise the framework's own kind.
-std::string inference_config_for(const json& p, inference_config& config) {
+std::string inference_config_for(const json& p, inference_config& config,
+                                 std::string& defaults_note) {
   const json& w = object_at(p, "workload");
   const json& parallel = object_at(p, "parallel");
   if (auto why = malformed_degree(parallel); !why.empty()) return why;
@@ -545,6 +546,21 @@ std::string inference_config_for(const json& p, inference_config& config) {
     if (config.kv != kv_cache_kind::paged) config.kv = kv_cache_kind::static_cache;
   }
   config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
+  // The transformers release generate() ran (validation README, workload.software): an unstated
+  // one is read as today's, and said; before 4.36 an unstated attention was eager.
+  if (config.framework == serving_framework::transformers) {
+    const json& software = w.value("software", json());
+    const json& release = software.is_object() ? software.value("transformers", json()) : json();
+    config.transformers =
+        release.is_string() ? parse_library_release(release.get<std::string>()) : std::nullopt;
+    if (!config.transformers) {
+      defaults_note += "; transformers release not stated: today's generate";
+    } else if (std::string(text_or(w, "attention", "")).empty() &&
+               config.transformers->before(4, 36)) {
+      config.attention = attention_kernel::eager;
+      defaults_note += "; attention not stated: eager, transformers' default before 4.36";
+    }
+  }
   const std::string method = text_or(parallel, "method", "single");
   const std::uint64_t gpus = count_or_one(parallel, "gpus");
   if (method == "tensor_parallel") {

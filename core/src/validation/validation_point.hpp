@@ -33,6 +33,7 @@ std::optional<double> dropout_option(const nlohmann::ordered_json& p);
 // The estimators' requests for a point, or why it cannot be read ("" when it can).
 std::string training_config_for(const nlohmann::ordered_json& p, training_config& config,
                                 std::string& defaults_note);
-std::string inference_config_for(const nlohmann::ordered_json& p, inference_config& config);
+std::string inference_config_for(const nlohmann::ordered_json& p, inference_config& config,
+                                 std::string& defaults_note);
 
 }  // namespace gpumem

@@ -89,6 +89,38 @@ TEST_CASE("a static cache holds the prompt and all but the last new token") {
   CHECK(with_cache(0).at("error").at("field") == "workload.kv_cache.tokens");
 }
 
+TEST_CASE("workload.software.transformers: generate's release, checked and said") {
+  const auto generating = [](const json& extra) {
+    json workload = {
+        {"phase", "inference"}, {"micro_batch", 4}, {"seq_len", 2048}, {"new_tokens", 64}};
+    workload.update(extra);
+    return call({{"command", "estimate"},
+                 {"model", "meta-llama/Llama-3.2-1B"},
+                 {"cluster", {{"gpu", "h100-sxm"}}},
+                 {"workload", workload}});
+  };
+  const json old = generating({{"software", {{"transformers", "4.38.2"}}}});
+  REQUIRE(old.at("ok") == true);
+  bool said = false;
+  for (const auto& n : old.at("result").at("notes"))
+    said = said || n.get<std::string>().rfind("transformers 4.38: ", 0) == 0;
+  CHECK(said);
+  CHECK(old.at("result").at("peak_bytes") >
+        generating(json::object()).at("result").at("peak_bytes"));
+  // Before 4.36 an unstated attention is eager, transformers' default then.
+  CHECK(generating({{"software", {{"transformers", "4.33.0"}}}}).at("result").at("peak_bytes") ==
+        generating({{"software", {{"transformers", "4.33.0"}}}, {"attention", "eager"}})
+            .at("result")
+            .at("peak_bytes"));
+  check_error(generating({{"software", {{"transformers", "four"}}}}), "request.invalid_value",
+              "workload.software.transformers");
+  check_error(generating({{"software", {{"torch", "2.1.0"}}}}), "request.unknown_field",
+              "workload.software.torch");
+  check_error(generating({{"software", 4}}), "request.invalid_type", "workload.software");
+  check_error(generating({{"framework", "vllm"}, {"software", {{"transformers", "4.40.0"}}}}),
+              "request.invalid_value", "workload.software.transformers");
+}
+
 TEST_CASE("params accepts {preset} and {config} forms alike") {
   const json reference = test::read_presets();
   json by_id = call(params_request({{"preset", "gpt2"}}));

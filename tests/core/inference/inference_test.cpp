@@ -475,3 +475,80 @@ TEST_CASE("inference refuses what it does not model, naming the field") {
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+// Llama 2 7B, fp16, 16 sequences of a 1,024-token prompt and 128 new tokens, through a stated
+// transformers release (generate_release.cpp).
+result<inference_estimate> generated(const model_spec& spec, const char* release,
+                                     std::uint64_t new_tokens = 128) {
+  inference_config c;
+  c.weights.format = weight_format::fp16;
+  c.activation_bf16 = false;
+  c.batch = 16;
+  c.prompt_tokens = 1024;
+  c.new_tokens = new_tokens;
+  if (release) c.transformers = parse_library_release(release);
+  return estimate_inference(spec, c, gpu_with(80ULL << 30));
+}
+
+TEST_CASE("transformers' generate by release: the prefill's logits, their upcast, what outlives") {
+  const auto spec = preset("meta-llama/Llama-2-7b-hf");
+  REQUIRE(spec.ok());
+  const std::uint64_t all_logits = 16ULL * 1024 * 32000;  // B x S x V
+  const std::uint64_t kv_per_token = 32ULL * 2 * 4096 * 2;
+  const auto today = generated(spec.value(), nullptr);
+  const auto v47 = generated(spec.value(), "4.47.0");
+  const auto v44 = generated(spec.value(), "4.44.2");
+  const auto v40 = generated(spec.value(), "4.40.1");
+  REQUIRE(today.ok());
+  REQUIRE(v47.ok());
+  REQUIRE(v44.ok());
+  REQUIRE(v40.ok());
+  // From 4.45 the prefill projects the last position only: 4.47 is today's.
+  CHECK(v47.value().peak.allocated == today.value().peak.allocated);
+  CHECK(v47.value().notes == today.value().notes);
+  // 4.44: every position through the LM head in fp16, then its fp32 copy (both alive at once).
+  CHECK(v44.value().peak.phase == "prefill");
+  CHECK(v44.value().peak.by_category[static_cast<std::size_t>(memory_category::logits_and_loss)] >=
+        all_logits * 4);
+  CHECK(v44.value().peak.allocated >=
+        v44.value().weight_bytes + 16 * 1024 * kv_per_token + all_logits * 6);
+  CHECK(today.value().peak.allocated < v44.value().peak.allocated - all_logits * 3);
+  // 4.40: the fp32 logits live through the first decode step, beside the prompt's cache and its
+  // grown copy (the previous KV tuple kept until the forward returns).
+  CHECK(v40.value().peak.phase == "decode");
+  CHECK(v40.value().peak.allocated >=
+        v40.value().weight_bytes + all_logits * 4 + 2 * 16 * 1024 * kv_per_token);
+  bool said = false;
+  for (const auto& n : v40.value().notes) said = said || n.find("transformers 4.40") == 0;
+  CHECK(said);
+  // One new token: no decode step, the prefill alone.
+  const auto one = generated(spec.value(), "4.40.1", 1);
+  REQUIRE(one.ok());
+  CHECK(one.value().peak.phase == "prefill");
+}
+
+TEST_CASE("GPT-2 has no logits_to_keep through 4.47: 4.45 and 4.46 clone all its logits") {
+  const auto spec = preset("gpt2");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.weights.format = weight_format::fp16;
+  c.activation_bf16 = false;
+  c.batch = 8;
+  c.prompt_tokens = 512;
+  c.new_tokens = 16;
+  const auto at = [&](const char* release) {
+    c.transformers = parse_library_release(release);
+    const auto e = estimate_inference(spec.value(), c, gpu_with(80ULL << 30));
+    REQUIRE(e.ok());
+    return e.value().peak.allocated;
+  };
+  const std::uint64_t logits = 8ULL * 512 * 50257 * 2;
+  CHECK(at("4.46.3") >= at("4.47.1") + logits);  // the whole clone
+  CHECK(at("4.47.1") > at("4.48.0"));            // every position, as until 4.48
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -59,6 +59,9 @@ struct inference_config {
   std::uint64_t profile_sequences = 256;  // max_num_seqs: logits of the sampler's profile run
   attention_kernel attention = attention_kernel::sdpa;
   serving_framework framework = serving_framework::transformers;
+  // transformers' release (framework transformers): what generate() computes and keeps changed
+  // with it (generate_release); unset: today's.
+  std::optional<library_release> transformers;
   std::uint64_t tp_degree = 1;
   std::uint64_t pp_degree = 1;  // layers split over pp_degree GPUs; this replay is pp_stage
   std::uint64_t pp_stage = 0;

@@ -1,0 +1,63 @@
+// transformers' generate() release by release, for decoder-only models (Llama's code and the
+// families written after it):
+// - 4.45 (pull request 31292, num_logits_to_keep): generate asks the model for the last
+//   position's logits in the prefill; before, the LM head ran over every prompt position. GPT-2
+//   and the other older architectures had no such argument through 4.47.
+// - 4.31 (pull request 24891, Llama 2) to 4.45: LlamaForCausalLM.forward ends with
+//   `logits = logits.float()`, as Mistral, Mixtral, Qwen2, Gemma and Phi-3 copied it; 4.46
+//   removed it (pull request 33902: the upcast moved into the loss).
+// - 4.45 and 4.46: `outputs.logits.clone()[:, -1, :]` copies the whole logits before slicing
+//   (issue 34796; pull request 34813 fixed it in 4.47).
+// - before 4.42 (pull request 30536, "Fix all outputs.logits memory leaks"): the loop rebinds
+//   `outputs` only when the next forward returns, so the prefill's logits live through the first
+//   decode step, and the previous step's KV tuple (kept in model_kwargs) lives beside the grown
+//   one through every forward: "2*past_KV + first_iteration_logits".
+// - before 4.36 (pull request 26572): eager attention by default; 4.36 made SDPA the default.
+#include "inference/generate_release.hpp"
+
+namespace gpumem {
+
+namespace {
+
+// The families whose forward upcast their logits as Llama's did (transformers 4.31-4.45
+// modeling_llama.py, modeling_mistral.py, modeling_mixtral.py, modeling_qwen2.py,
+// modeling_qwen2_moe.py, modeling_gemma.py, modeling_phi3.py), and which took
+// num_logits_to_keep in 4.45.
+bool llama_code(const model_spec& spec) {
+  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3"}) {
+    if (spec.model_type == type) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+generate_release generate_release_of(const model_spec& spec, const inference_config& config) {
+  generate_release out;
+  if (config.framework != serving_framework::transformers || !config.transformers) return out;
+  const library_release& r = *config.transformers;
+  const bool llama = llama_code(spec);
+  out.all_prompt_logits = r.before(4, 45) || (!llama && r.before(4, 48));
+  out.logits_upcast = llama && !r.before(4, 31) && r.before(4, 46);
+  out.whole_logits_clone = out.all_prompt_logits && !r.before(4, 45) && r.before(4, 47);
+  out.outputs_kept = r.before(4, 42);
+  out.old_cache_kept = r.before(4, 42);
+  out.eager_default = r.before(4, 36);
+  const std::string release = "transformers " + release_name(r) + ": ";
+  if (out.all_prompt_logits) {
+    out.note = release + "the prefill's LM head runs over every prompt position" +
+               (out.logits_upcast ? ", its logits upcast to fp32" : "") +
+               (out.whole_logits_clone ? ", cloned whole before the last is sliced" : "") +
+               (out.outputs_kept ? ", kept through the first decode step" : "") +
+               (llama ? " (generate keeps only the last from 4.45)" : "");
+  }
+  if (out.old_cache_kept) {
+    out.note += (out.note.empty() ? release : "; ") +
+                std::string(
+                    "each decode step keeps the previous KV cache beside the grown one "
+                    "until its forward returns (until 4.42)");
+  }
+  return out;
+}
+
+}  // namespace gpumem
