@@ -8,6 +8,7 @@
 #include "gpumem/model/param_count.hpp"
 #include "inference/generate_release.hpp"
 #include "inference/inference_checks.hpp"
+#include "inference/llama_cpp_buffers.hpp"
 
 namespace gpumem {
 
@@ -492,56 +493,7 @@ class inference_replay {
   memory_timeline& tl_;
 };
 
-// llama.cpp's compute buffer: ggml-alloc reserves the worst-case graph of one micro-batch
-// (n_ubatch = 512 tokens) in fp32, whose largest live set is the logits [n_vocab, n_ubatch] or,
-// without flash attention, the scores [n_ctx, n_ubatch, n_head], plus a hidden-width tensor.
-std::uint64_t llama_cpp_compute_buffer(const model_spec& spec, const inference_config& c,
-                                       std::uint64_t context) {
-  const std::uint64_t ubatch = std::min<std::uint64_t>(512, c.batch * c.prompt_tokens);
-  std::uint64_t widest = spec.vocab_size;
-  widest = std::max(widest, 2 * spec.intermediate_size);
-  if (c.attention == attention_kernel::eager) widest = std::max(widest, spec.num_heads * context);
-  return 4 * ubatch * (widest + spec.hidden_size);
-}
-
-constexpr std::pair<const char*, kv_cache_kind> kv_kinds[] = {
-    {"static", kv_cache_kind::static_cache},
-    {"dynamic", kv_cache_kind::dynamic},
-    {"paged", kv_cache_kind::paged}};
-constexpr std::pair<const char*, serving_framework> frameworks[] = {
-    {"transformers", serving_framework::transformers},
-    {"litgpt", serving_framework::litgpt},
-    {"vllm", serving_framework::vllm},
-    {"llama_cpp", serving_framework::llama_cpp}};
-
-template <typename T, std::size_t N>
-std::optional<T> named(const std::pair<const char*, T> (&table)[N], const std::string& name) {
-  for (const auto& [n, value] : table) {
-    if (name == n) return value;
-  }
-  return std::nullopt;
-}
-
-template <typename T, std::size_t N>
-const char* name_of(const std::pair<const char*, T> (&table)[N], T value) {
-  for (const auto& [n, v] : table) {
-    if (value == v) return n;
-  }
-  return table[0].first;
-}
-
 }  // namespace
-
-std::optional<kv_cache_kind> kv_cache_kind_named(const std::string& name) {
-  return named(kv_kinds, name);
-}
-const char* kv_cache_kind_name(kv_cache_kind kind) { return name_of(kv_kinds, kind); }
-std::optional<serving_framework> serving_framework_named(const std::string& name) {
-  return named(frameworks, name);
-}
-const char* serving_framework_name(serving_framework framework) {
-  return name_of(frameworks, framework);
-}
 
 std::uint64_t kv_cache_bytes(const model_spec& spec, const inference_config& config,
                              std::uint64_t tokens) {
@@ -604,26 +556,6 @@ void load_weights(const model_spec& spec, const inference_config& config, const 
   }
   if (spec.tied_embeddings && r.last_stage && !r.first_stage)
     out.notes.push_back("the tied LM head is loaded again on the last stage");
-}
-
-// llama.cpp: the weights, the KV cache of n_ctx cells (batch x tokens per sequence) and the
-// compute buffer are fixed device buffers outside any caching allocator.
-void llama_cpp_buffers(const model_spec& spec, const inference_config& config,
-                       std::uint64_t total_tokens, inference_estimate& out) {
-  const std::uint64_t cells =
-      config.batch * (config.kv_cache_tokens ? config.kv_cache_tokens : total_tokens);
-  out.kv_cache_bytes = kv_cache_bytes(spec, config, cells);
-  const std::uint64_t compute = llama_cpp_compute_buffer(spec, config, cells / config.batch);
-  out.peak.by_category[static_cast<std::size_t>(cat::weights)] = out.weight_bytes;
-  out.peak.by_category[static_cast<std::size_t>(cat::kv_cache)] = out.kv_cache_bytes;
-  out.peak.by_category[static_cast<std::size_t>(cat::activations)] = compute;
-  out.peak.phase = "prefill";
-  out.peak.allocated = out.weight_bytes + out.kv_cache_bytes + compute;
-  out.peak_reserved = out.peak.allocated;
-  out.notes.push_back("llama.cpp allocates fixed buffers (weights, a KV cache of " +
-                      std::to_string(cells) +
-                      " cells, the compute buffer of a 512-token micro-batch) with no caching "
-                      "allocator: allocated and reserved are their sum");
 }
 
 // vLLM: a profiling forward pass over max_num_batched_tokens tokens and the sampler's
