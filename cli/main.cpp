@@ -95,7 +95,7 @@ Usage:
                   [the estimate options above] [--write DIR] [--json]
                                                the files and the command that launch the
                                                estimated setup (printed, or written to DIR)
-  gpumem estimate|export --from FILE [--format deepspeed|accelerate|axolotl|torchtune|vllm|
+  gpumem estimate|export|plan --from FILE [--format deepspeed|accelerate|axolotl|torchtune|vllm|
                                                llama_cpp]
                                                read a DeepSpeed config (JSON), an accelerate,
                                                axolotl or torchtune config (YAML), a `tune run`,
@@ -725,10 +725,21 @@ int plan_command(const arguments& args) {
     request["workload"]["train_tokens"] = number_option(args.options.at("train-tokens"));
   if (args.options.count("price-per-gpu-hour"))
     request["cluster"]["price_per_gpu_hour"] = number_option(args.options.at("price-per-gpu-hour"));
+  // --from FILE: the user's launch file fixes what it says (the method, the micro-batch); the
+  // plan chooses the rest.
+  if (args.options.count("from")) {
+    if (!from_file(args, request)) return bad_input;
+    // A plan weighs every method: the file's layout is one of its candidates.
+    if (request.contains("parallel")) {
+      std::cerr << "note: " << args.options.at("from") << ": parallel "
+                << request["parallel"].dump() << " is weighed among the plan's candidates\n";
+      request.erase("parallel");
+    }
+  }
   ordered_json r;
   int code = 0;
   if (!answer(args, request, r, code)) return code;
-  if (inference_phase(args)) {
+  if (inference_phase(args) || request["workload"].value("phase", "") == "inference") {
     gpumem::cli::table t({"method", "GPUs", "fits", "peak GiB per GPU", "limited by"});
     for (const auto& c : r["candidates"]) {
       t.row({c["method"], std::to_string(c["gpus"].get<std::uint64_t>()),

@@ -463,4 +463,10 @@ test('export --format torchtune writes a tune run line that --from reads back to
   const yaml = gpumem(['estimate', '--from', join(dir, 'tune.yaml'), '--gpu', 'rtx-4090', '--json']);
   assert.equal(yaml.status, 0, yaml.stderr);
   assert.equal(JSON.parse(yaml.stdout).peak_bytes, JSON.parse(direct.stdout).peak_bytes);
+  // plan --from: the file's micro-batch stands, its layout is one of the plan's candidates.
+  const plan = gpumem(['plan', '--from', join(dir, 'tune.sh'), '--gpu', 'rtx-4090', '--json']);
+  assert.equal(plan.status, 0, plan.stderr);
+  assert.match(plan.stderr, /parallel \{"method":"single"\} is weighed among the plan's candidates/);
+  const chosen = JSON.parse(plan.stdout);
+  assert.equal(chosen.candidates[chosen.choice].max_micro_batch, 4);
 });
