@@ -468,5 +468,5 @@ test('export --format torchtune writes a tune run line that --from reads back to
   assert.equal(plan.status, 0, plan.stderr);
   assert.match(plan.stderr, /parallel \{"method":"single"\} is weighed among the plan's candidates/);
   const chosen = JSON.parse(plan.stdout);
-  assert.equal(chosen.candidates[chosen.choice].max_micro_batch, 4);
+  assert.equal(chosen.choice.max_micro_batch, 4);
 });
