@@ -22,6 +22,7 @@ export const COMPONENTS = {
   paged_optimizer_states: ['#ff9da7', 'Optimizer states in CUDA unified memory (paged optimizers), outside the allocator.', 'bitsandbytes paged optimizers'],
   cuda_context: ['#79706e', 'The CUDA context of the process (per GPU architecture).', 'measured per architecture'],
   cuda_libraries: ['#9d7660', 'Kernels cuBLAS/cuBLASLt load on their first products.', 'measured on an H100'],
+  nccl_buffers: ['#8c6d31', 'NCCL\'s buffers for the GPUs\' collectives, outside PyTorch\'s allocator (NVLink nodes).', 'NCCL 2.18-2.21 transport and NVLS code'],
   parameters: ['#2f5d8a', 'Offloaded parameters (this rank\'s share), brought to the GPU block by block.', 'DeepSpeed offload_param, FSDP CPUOffload'],
   optimizer_swap_buffers: ['#c9a0dc', 'Pinned host buffers that stage optimizer states to and from NVMe.', 'DeepSpeed offload_optimizer'],
   parameter_swap_buffers: ['#7fa7d1', 'Pinned host buffers that stage parameters to and from NVMe.', 'DeepSpeed offload_param'],

@@ -88,6 +88,7 @@ export const COMPONENT_NAMES = {
   optimizer_temporaries: 'Optimizer step temporaries', gemini_chunks_on_gpu: 'Gemini chunks kept on the GPU',
   kv_cache: 'KV cache', cuda_workspace: 'cuBLAS workspaces', allocator_cache: 'Allocator cache (reserved, unused)',
   paged_optimizer_states: 'Paged optimizer states', cuda_context: 'CUDA context', cuda_libraries: 'CUDA libraries',
+  nccl_buffers: 'NCCL buffers',
   parameters: 'Parameters', parameters_in_cpu: 'Parameters', optimizer_swap_buffers: 'Optimizer swap buffers',
   parameter_swap_buffers: 'Parameter swap buffers', activation_swap_buffers: 'Activation swap buffers',
   activation_checkpoints: 'Checkpointed block inputs', checkpoint_load: 'Checkpoint while loading', other: 'Other',

@@ -5,6 +5,7 @@
 
 #include "gpumem/model/param_count.hpp"
 #include "gpumem/model/weight_format.hpp"
+#include "gpumem/runtime/nccl_buffers.hpp"
 #include "training/block_activations.hpp"
 #include "training/step_checks.hpp"
 #include "training/step_replay.hpp"
@@ -178,8 +179,8 @@ std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const traini
 
 std::uint64_t device_used_bytes(const training_estimate& estimate,
                                 std::uint64_t cuda_context_bytes) {
-  return estimate.peak_reserved + estimate.unmanaged_bytes + cuda_context_bytes +
-         cuda_libraries_bytes();
+  return estimate.peak_reserved + estimate.unmanaged_bytes + estimate.nccl_bytes +
+         cuda_context_bytes + cuda_libraries_bytes();
 }
 
 std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
@@ -206,8 +207,11 @@ std::vector<component> replay_components(const timeline_peak& peak, std::uint64_
 
 std::vector<component> peak_components(const training_estimate& estimate, const std::string& metric,
                                        std::uint64_t cuda_context_bytes) {
-  return replay_components(estimate.peak, estimate.peak_reserved, estimate.unmanaged_bytes, metric,
-                           cuda_context_bytes);
+  auto out = replay_components(estimate.peak, estimate.peak_reserved, estimate.unmanaged_bytes,
+                               metric, cuda_context_bytes);
+  if (metric == "device_used" && estimate.nccl_bytes > 0)
+    out.push_back({"nccl_buffers", estimate.nccl_bytes});
+  return out;
 }
 
 std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
@@ -281,6 +285,16 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
 }
 
 namespace {
+// The communicators of a data-parallel group and of a tensor-parallel one, each with its NCCL
+// buffers (pipeline stages' send/recv connections are made lazily and left out).
+void add_nccl_buffers(const training_config& config, const gpu_spec& gpu, training_estimate& out) {
+  for (const std::uint64_t ranks : {config.dp_degree, config.tp_degree}) {
+    const nccl_estimate n = nccl_communicator_bytes(gpu, ranks, config.software.nccl_minor());
+    out.nccl_bytes += n.bytes;
+    if (n.bytes > 0) out.notes.push_back(n.note);
+  }
+}
+
 result<training_estimate> estimate_step(const model_spec& spec, const training_config& config,
                                         const gpu_spec& gpu) {
   std::vector<std::string> unmatched_targets;
@@ -289,7 +303,9 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
   if (framework_of(config).unties_lm_head && spec.tied_embeddings)
     return estimate_training_step(litgpt_model(spec), config, gpu);
   if (auto e = check_training_combination(spec, config)) return *e;
-  return step_replay(spec, config, gpu, unmatched_targets).run();
+  training_estimate replayed = step_replay(spec, config, gpu, unmatched_targets).run();
+  add_nccl_buffers(config, gpu, replayed);
+  return replayed;
 }
 }  // namespace
 

@@ -48,6 +48,16 @@ struct software_stack {
   // peft < 0.12: LoRA's adapters take the base layer's dtype; 0.12 upcasts 16-bit adapters to
   // fp32 (get_peft_model autocast_adapter_dtype=True, huggingface/peft pull request 1706).
   bool peft_adapters_in_base_dtype() const { return peft && peft->before(0, 12); }
+  // The NCCL release (2.minor) torch's CUDA 12 wheels pin (nvidia-nccl-cu12: torch 2.1 2.18.1,
+  // 2.2 2.19.3, 2.3 and 2.4 2.20.5, 2.5 2.21.5; torch 2.0's CUDA 11 wheels 2.14.3). Unstated or
+  // later: 2.21, the latest release whose buffers nccl_buffers.cpp reads.
+  unsigned nccl_minor() const {
+    if (!torch || !torch->before(2, 5)) return 21;
+    if (torch->before(2, 1)) return 14;
+    if (torch->before(2, 2)) return 18;
+    if (torch->before(2, 3)) return 19;
+    return 20;
+  }
 };
 
 }  // namespace gpumem

@@ -250,6 +250,8 @@ struct training_estimate {
   std::uint64_t peak_reserved = 0;
   // Device memory outside PyTorch's allocator: paged (unified-memory) optimizer states.
   std::uint64_t unmanaged_bytes = 0;
+  // NCCL's buffers for the job's communicators (runtime/nccl_buffers.hpp), in device_used.
+  std::uint64_t nccl_bytes = 0;
   std::uint64_t trainable_params = 0;
   // Bytes the GPU moved out under `offload` at the step's largest (offload.cpp sizes the host
   // side from these): the saved activations of all blocks.
