@@ -564,12 +564,22 @@ bool detailed_search::add_methods(plan_result& plan) {
     if (refused && cluster.gpus > 1) plan.not_offered.push_back(*refused);
   }
   const auto& only = options.only_methods;
+  std::string not_run;  // the data-parallel methods the framework's recipes do not run
   for (const method* m = begin; m != end; ++m) {
     if (!only.empty() && std::find(only.begin(), only.end(), m->name) == only.end()) continue;
     if (m->timing == parallel_method::tp && tensor_refused) continue;
     if (m->pipeline && pipeline_refused) continue;
+    if (!m->pipeline && m->timing != parallel_method::tp &&
+        data_parallel_refusal(framework_of(workload), m->sharding)) {
+      not_run += (not_run.empty() ? "" : ", ") + std::string(m->name);
+      continue;
+    }
     plan.candidates.push_back(evaluate(*m, offload_placement{}));
     if (failure) return false;
+  }
+  if (!not_run.empty()) {
+    plan.not_offered.push_back(not_run + ": not offered, " +
+                               data_parallel_methods_text(framework_of(workload)));
   }
   return true;
 }
@@ -581,7 +591,9 @@ bool detailed_search::add_tensor_parallel_groups(plan_result& plan) {
   static const method zero3_tp{"zero3", data_parallel::zero3, parallel_method::adp};
   static const method fsdp_tp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
                               parallel_method::adp};
-  const method& dp_tp = workload.framework == framework_profile::torchtitan ? fsdp_tp : zero3_tp;
+  // ZeRO-3 where the framework runs DeepSpeed, else FSDP (torchtitan's and torchtune's 2D).
+  const method& dp_tp =
+      data_parallel_refusal(framework_of(workload), data_parallel::zero3) ? fsdp_tp : zero3_tp;
   if (refusal("tensor parallelism", framework_of(workload).tensor_parallel)) return true;
   for (std::uint64_t tp = 2; tp < cluster.gpus && tp <= per_node; tp *= 2) {
     if (cluster.gpus % tp != 0 || check_tensor_parallel(spec, tp)) continue;
@@ -637,10 +649,26 @@ bool detailed_search::add_offloads(plan_result& plan) {
     plan.not_offered.push_back(
         "parameter offload: not offered, ZeRO-3 does not move a 4-bit "
         "base's weights to host memory");
+  const framework_traits& fw = framework_of(workload);
   for (const auto& [m, placement] : offloads) {
     if (keep_params && placement.params != offload_target::none) continue;
+    if (data_parallel_refusal(fw, m->sharding)) continue;  // DeepSpeed's offloads
     plan.candidates.push_back(evaluate(*m, placement));
     if (failure) return false;
+  }
+  // A framework without DeepSpeed: FSDP's CPUOffload (parameters, gradients and the optimizer
+  // step on the host), where its profile takes it.
+  if (data_parallel_refusal(fw, data_parallel::zero3) &&
+      !data_parallel_refusal(fw, data_parallel::fsdp_full_shard) && cluster.gpus > 1) {
+    static const method fsdp{"fsdp_full_shard", data_parallel::fsdp_full_shard,
+                             parallel_method::adp};
+    plan.candidates.push_back(evaluate(fsdp, {cpu, cpu, cpu, none}));
+    if (failure) return false;
+    if (!plan.candidates.back().valid) {
+      const std::string& why = plan.candidates.back().note;  // "[field] why"
+      plan.not_offered.push_back("offload: not offered, " + why.substr(why.find("] ") + 2));
+      plan.candidates.pop_back();
+    }
   }
   return true;
 }

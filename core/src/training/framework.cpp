@@ -1,5 +1,9 @@
 #include "training/framework.hpp"
 
+#include <algorithm>
+
+#include "parallel/data_parallel_method.hpp"
+
 namespace gpumem {
 
 // A bias-free Llama-style decoder: two RMSNorms a block, before attention and before the MLP
@@ -29,6 +33,21 @@ std::optional<framework_profile> framework_named(const std::string& name) {
     if (name == framework_of(framework).name) return framework;
   }
   return std::nullopt;
+}
+
+std::string data_parallel_methods_text(const framework_traits& fw) {
+  std::string names;
+  for (const data_parallel m : fw.data_parallel_methods) {
+    names += names.empty() ? "" : ", ";
+    names += m == data_parallel::none ? "one GPU" : data_parallel_of(m).name;
+  }
+  return std::string(fw.name) + "'s training recipes run " + names;
+}
+
+std::optional<std::string> data_parallel_refusal(const framework_traits& fw, data_parallel dp) {
+  const auto& runs = fw.data_parallel_methods;
+  if (runs.empty() || std::find(runs.begin(), runs.end(), dp) != runs.end()) return std::nullopt;
+  return data_parallel_methods_text(fw) + ": not " + data_parallel_of(dp).name;
 }
 
 const framework_traits& framework_of(framework_profile framework) {

@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpumem/training/training_step.hpp"
 
@@ -72,6 +73,9 @@ struct framework_traits {
   parallel_support tensor_parallel = parallel_support::none;
   parallel_support context_parallel = parallel_support::none;
   parallel_support pipeline_parallel = parallel_support::none;  // stages that overlap (1F1B)
+  // The data-parallel methods its training recipes run, one GPU (none) included; empty: every
+  // one (transformers runs them through accelerate and DeepSpeed).
+  std::vector<data_parallel> data_parallel_methods;
   // ZeRO-3 can move its 4-bit base weights to host memory.
   bool offloads_4bit_params = false;
   // What its profile does not model (step_checks.cpp runs it with the other refusals).
@@ -82,6 +86,11 @@ struct framework_traits {
 bool llama_style_decoder(const model_spec& spec);
 
 const framework_traits& framework_of(framework_profile framework);
+// "<name>'s training recipes run one GPU, fsdp_full_shard, ..." (its data_parallel_methods).
+std::string data_parallel_methods_text(const framework_traits& fw);
+// Why the framework's recipes do not run `dp` ("<name> runs one GPU, ...: not <method>"), or
+// nothing when they do.
+std::optional<std::string> data_parallel_refusal(const framework_traits& fw, data_parallel dp);
 // The framework workload.framework names, if it is one.
 std::optional<framework_profile> framework_named(const std::string& name);
 inline const framework_traits& framework_of(const training_config& config) {

@@ -432,6 +432,8 @@ std::optional<error> check_training_combination(const model_spec& spec,
   if (const auto refusals = framework_of(config).refusals) {
     if (auto e = refusals(spec, config)) return e;
   }
+  if (auto why = data_parallel_refusal(framework_of(config), config.sharding))
+    return error{"request.invalid_value", "parallel.method", "[parallel.method] " + *why};
   if (auto e = check_int8_base(config)) return e;
   if (auto e = check_software(config)) return e;
   if (auto e = check_peft_embedding_modules(spec, config)) return e;

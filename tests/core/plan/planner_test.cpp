@@ -545,7 +545,27 @@ TEST_CASE("a plan offers only the layouts the framework runs, each refusal said 
                                  {"cluster", {{"gpu", "a100-sxm4-40gb"}, {"gpus", 4}}},
                                  {"workload", {{"seq_len", 1024}, {"framework", "torchtitan"}}}});
   REQUIRE(titan.at("ok") == true);
-  CHECK(titan.at("result").at("not_offered").empty());
+  // ... but not DeepSpeed's ZeRO: its data parallelism is DDP or FSDP2.
+  REQUIRE(titan.at("result").at("not_offered").size() == 1);
+  CHECK(titan.at("result").at("not_offered").at(0) ==
+        "zero1, zero2, zero3: not offered, torchtitan's training recipes run one GPU, ddp, "
+        "fsdp_full_shard, fsdp_shard_grad_op");
+  // torchtune: one device or FSDP2, and FSDP's CPU offload rather than DeepSpeed's.
+  const json tune = test::call({{"command", "plan"},
+                                {"model", "meta-llama/Llama-3.1-70B"},
+                                {"cluster", {{"gpu", "rtx-4090"}, {"gpus", 4}}},
+                                {"workload",
+                                 {{"seq_len", 2048},
+                                  {"framework", "torchtune"},
+                                  {"finetune", "full"},
+                                  {"compute", "pure_bf16"}}}});
+  REQUIRE(tune.at("ok") == true);
+  for (const auto& c : tune.at("result").at("candidates")) {
+    CAPTURE(c.dump());
+    const std::string m = c.at("method");
+    CHECK((m.rfind("fsdp", 0) == 0 || m == "tensor_parallel"));
+  }
+  CHECK(tune.at("result").at("choice").at("method") == "fsdp_full_shard");
   // A 4-bit base: the offloads keep its weights on the GPU.
   // A 4-bit base: the offloads keep its weights on the GPU (70B in 4 bits does not fit a 24 GB
   // card, so the offloads are tried).

@@ -3,6 +3,18 @@
 
 namespace gpumem {
 
+namespace {
+
+// Its finetune scripts' FSDPStrategy keeps everything on the GPU (cpu_offload=False).
+std::optional<error> litgpt_refusals(const model_spec&, const training_config& config) {
+  if (!config.offload.any()) return std::nullopt;
+  return error{"request.invalid_value", "parallel.offload",
+               "[parallel.offload] litgpt's finetune scripts offload nothing "
+               "(FSDPStrategy cpu_offload=False): none"};
+}
+
+}  // namespace
+
 const framework_traits& litgpt_framework() {
   static const framework_traits traits = [] {
     framework_traits t;
@@ -35,6 +47,10 @@ const framework_traits& litgpt_framework() {
     t.softcap_by_hand = true;
     // No tensor or context parallelism: its finetune scripts shard with FSDPStrategy only
     // (litgpt/finetune/*.py; tensor parallelism is in its generate/tp.py, for inference).
+    // Its finetune scripts run one device, or Lightning's FSDPStrategy over several
+    // (litgpt/finetune/*.py setup: FSDPStrategy(auto_wrap_policy={Block}, cpu_offload=False)).
+    t.refusals = litgpt_refusals;
+    t.data_parallel_methods = {data_parallel::none, data_parallel::fsdp_full_shard};
     return t;
   }();
   return traits;

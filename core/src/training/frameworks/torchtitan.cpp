@@ -68,6 +68,9 @@ const framework_traits& torchtitan_framework() {
     t.tensor_parallel = parallel_support::any;
     t.context_parallel = parallel_support::any;
     t.pipeline_parallel = parallel_support::any;  // pipeline_parallel_degree, 1F1B schedules
+    // DDP (data_parallel_replicate_degree) or FSDP2 (data_parallel_shard_degree).
+    t.data_parallel_methods = {data_parallel::none, data_parallel::ddp,
+                               data_parallel::fsdp_full_shard, data_parallel::fsdp_shard_grad_op};
     return t;
   }();
   return traits;

@@ -73,6 +73,8 @@ const framework_traits& unsloth_framework() {
     // Fast_RMS_Layernorm, fast_lora and its RoPE and cross-entropy kernels.
     t.own_kernels = true;
     t.refusals = unsloth_refusals;
+    // One GPU, or DDP (its refusals below say the rest).
+    t.data_parallel_methods = {data_parallel::none, data_parallel::ddp};
     return t;
   }();
   return traits;
