@@ -157,25 +157,10 @@ std::optional<error> read_solve(const json& request, inference_request& out) {
 
 // workload.software: transformers' release, whose generate() changed what a prefill keeps.
 std::optional<error> read_inference_software(const json& workload, inference_config& c) {
-  const json& software = workload.value("software", json());
-  if (software.is_null()) return std::nullopt;
-  if (!software.is_object()) {
-    return error{"request.invalid_type", "workload.software",
-                 "[workload.software] must be an object of library releases, e.g. "
-                 "{\"transformers\": \"4.36.2\"}"};
-  }
-  if (auto e = unknown_keys(software, "workload.software", {"transformers"})) return *e;
-  const json& value = software.value("transformers", json());
-  if (value.is_null()) return std::nullopt;
-  c.transformers =
-      value.is_string() ? parse_library_release(value.get<std::string>()) : std::nullopt;
-  if (!c.transformers) {
-    return error{"request.invalid_value", "workload.software.transformers",
-                 "[workload.software.transformers] a release such as \"4.36.2\": numbers "
-                 "separated by dots, then optionally a pre-, post- or dev-release or a +local "
-                 "part; got " +
-                     value.dump()};
-  }
+  if (auto e = read_library_releases(workload, {{"transformers", &c.transformers}},
+                                     "{\"transformers\": \"4.36.2\"}", "4.36.2"))
+    return e;
+  if (!c.transformers) return std::nullopt;
   if (c.framework != serving_framework::transformers) {
     return error{"request.invalid_value", "workload.software.transformers",
                  "[workload.software.transformers] is the release of transformers' generate(): "

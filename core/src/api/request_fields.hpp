@@ -13,6 +13,7 @@
 #include "api/request_reader.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/result.hpp"
+#include "gpumem/training/software_stack.hpp"
 #include "model/config_reader.hpp"
 
 namespace gpumem {
@@ -31,6 +32,18 @@ std::optional<error> check_object(const nlohmann::ordered_json& request, const c
 // list is recorded as an error naming them.
 std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
                                   std::initializer_list<const char*> accepted);
+
+// workload.software: the releases of `libraries` (each name and where its release goes), each a
+// PEP 440 version; another library is request.unknown_field, a malformed release
+// request.invalid_value ("a release such as `example`"). `object_example` shows the object.
+struct library_slot {
+  const char* name;
+  std::optional<library_release>* release;
+};
+std::optional<error> read_library_releases(const nlohmann::ordered_json& workload,
+                                           std::initializer_list<library_slot> libraries,
+                                           const std::string& object_example,
+                                           const std::string& example);
 
 // Learned absolute positions stop at max_position_embeddings; rotary models only degrade.
 std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_len,

@@ -4,6 +4,7 @@
 #include "api/request_reader.hpp"
 
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "api/request_fields.hpp"
 #include "model/config_reader.hpp"
@@ -54,8 +55,10 @@ std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_le
   return std::nullopt;
 }
 
-std::optional<error> unknown_keys(const json& object, const std::string& where,
-                                  std::initializer_list<const char*> accepted) {
+namespace {
+
+std::optional<error> unknown_keys_of(const json& object, const std::string& where,
+                                     const std::vector<const char*>& accepted) {
   if (object.is_null()) return std::nullopt;  // absent
   if (!object.is_object()) {
     return error{"request.invalid_type", where.empty() ? "request" : where,
@@ -71,6 +74,44 @@ std::optional<error> unknown_keys(const json& object, const std::string& where,
     const std::string path = where.empty() ? item.key() : where + "." + item.key();
     return error{"request.unknown_field", path,
                  "[" + path + "] is not a field here; accepted: " + list};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<error> unknown_keys(const json& object, const std::string& where,
+                                  std::initializer_list<const char*> accepted) {
+  return unknown_keys_of(object, where, std::vector<const char*>(accepted));
+}
+
+std::optional<error> read_library_releases(const json& workload,
+                                           std::initializer_list<library_slot> libraries,
+                                           const std::string& object_example,
+                                           const std::string& example) {
+  const json& software = workload.value("software", json());
+  if (software.is_null()) return std::nullopt;
+  if (!software.is_object()) {
+    return error{
+        "request.invalid_type", "workload.software",
+        "[workload.software] must be an object of library releases, e.g. " + object_example};
+  }
+  std::vector<const char*> names;
+  for (const auto& slot : libraries) names.push_back(slot.name);
+  if (auto e = unknown_keys_of(software, "workload.software", names)) return e;
+  for (const auto& slot : libraries) {
+    const json& value = software.value(slot.name, json());
+    if (value.is_null()) continue;
+    *slot.release =
+        value.is_string() ? parse_library_release(value.get<std::string>()) : std::nullopt;
+    if (!*slot.release) {
+      const std::string field = std::string("workload.software.") + slot.name;
+      return error{"request.invalid_value", field,
+                   "[" + field + "] a release such as \"" + example +
+                       "\": numbers separated by dots, then optionally a pre-, post- or "
+                       "dev-release or a +local part; got " +
+                       value.dump()};
+    }
   }
   return std::nullopt;
 }

@@ -61,31 +61,9 @@ result<std::vector<std::string>> read_targets(const json& adapter, config_reader
 
 // workload.software: the torch, bitsandbytes and PEFT releases, each a version string.
 std::optional<error> read_software(const json& workload, software_stack& out) {
-  const json& software = workload.value("software", json());
-  if (software.is_null()) return std::nullopt;
-  if (!software.is_object()) {
-    return error{"request.invalid_type", "workload.software",
-                 "[workload.software] must be an object of library releases, e.g. {\"torch\": "
-                 "\"2.4.1\", \"bitsandbytes\": \"0.44.1\", \"peft\": \"0.11.1\"}"};
-  }
-  if (auto e = unknown_keys(software, "workload.software", {"torch", "bitsandbytes", "peft"}))
-    return *e;
-  for (const auto& [name, release] :
-       {std::pair{"torch", &out.torch}, std::pair{"bitsandbytes", &out.bitsandbytes},
-        std::pair{"peft", &out.peft}}) {
-    const json& value = software.value(name, json());
-    if (value.is_null()) continue;
-    *release = value.is_string() ? parse_library_release(value.get<std::string>()) : std::nullopt;
-    if (!*release) {
-      const std::string field = std::string("workload.software.") + name;
-      return error{"request.invalid_value", field,
-                   "[" + field +
-                       "] a release such as \"2.4.1\": numbers separated by dots, then "
-                       "optionally a pre-, post- or dev-release or a +local part; got " +
-                       value.dump()};
-    }
-  }
-  return std::nullopt;
+  return read_library_releases(
+      workload, {{"torch", &out.torch}, {"bitsandbytes", &out.bitsandbytes}, {"peft", &out.peft}},
+      "{\"torch\": \"2.4.1\", \"bitsandbytes\": \"0.44.1\", \"peft\": \"0.11.1\"}", "2.4.1");
 }
 
 // PEFT's modules_to_save: embed_tokens (or the model's own name of its token embedding) and
