@@ -36,19 +36,22 @@ void caching_allocator::insert_free(int index) {
 
 void caching_allocator::erase_free(int index) {
   block& b = blocks_[static_cast<std::size_t>(index)];
-  free_list& free = pool(b.small_pool);
-  free.erase({b.size, index});
-  if (b.whole) {
-    whole_free_.erase(std::find(whole_free_.begin(), whole_free_.end(), index));
-    b.whole = false;
-  }
+  pool(b.small_pool).erase({b.size, index});
+  forget_whole(index);
+}
+
+void caching_allocator::forget_whole(int index) {
+  block& b = blocks_[static_cast<std::size_t>(index)];
+  if (!b.whole) return;
+  whole_free_.erase(std::find(whole_free_.begin(), whole_free_.end(), index));
+  b.whole = false;
 }
 
 int caching_allocator::take(std::uint64_t size, bool small_pool) {
   // Best fit among the free blocks of the pool (CUDACachingAllocator get_free_block): the
   // smallest at least as large, the earliest made among equals.
   free_list& free = pool(small_pool);
-  const int fit = free.best_fit(size);
+  const int fit = free.take_best_fit(size);
   int chosen = 0;
   if (fit < 0) {  // a new segment (cudaMalloc)
     const std::uint64_t segment = allocator_segment_size(size);
@@ -60,8 +63,8 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
     blocks_.push_back(block{id, 0, segment, small_pool, false});
     chosen = static_cast<int>(blocks_.size() - 1);
   } else {
-    chosen = fit;
-    erase_free(chosen);
+    chosen = fit;  // (already out of the free set)
+    forget_whole(chosen);
     blocks_[static_cast<std::size_t>(chosen)].free = false;
   }
   // Split off the remainder when it is large enough to be useful (should_split): a free block

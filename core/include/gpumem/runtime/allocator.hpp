@@ -78,6 +78,7 @@ class caching_allocator {
   std::vector<int> whole_free_;
   void insert_free(int index);
   void erase_free(int index);
+  void forget_whole(int index);  // no longer a wholly free segment
   std::uint64_t allocated_ = 0;
   std::uint64_t reserved_ = 0;
   std::uint64_t peak_allocated_ = 0;

@@ -55,6 +55,23 @@ class free_blocks {
     if (at != sorted_.end() && *at == k) sorted_.erase(at);
   }
 
+  // best_fit, taken out of the set in the same search (-1 when none is that large).
+  int take_best_fit(std::uint64_t size) {
+    const key probe{size, -1};
+    if (!tree_.empty()) {
+      const auto fit = tree_.lower_bound(probe);
+      if (fit == tree_.end()) return -1;
+      const int index = static_cast<int>(fit->index);
+      tree_.erase(fit);
+      return index;
+    }
+    const auto fit = std::lower_bound(sorted_.begin(), sorted_.end(), probe);
+    if (fit == sorted_.end()) return -1;
+    const int index = static_cast<int>(fit->index);
+    sorted_.erase(fit);
+    return index;
+  }
+
   // The index of the smallest free block of at least `size` bytes (the earliest among equals),
   // or -1 when none is that large.
   int best_fit(std::uint64_t size) const {
