@@ -166,9 +166,8 @@ std::optional<error> read_inference_software(const json& workload, inference_con
                  "[workload.software.transformers] is the release of transformers' generate(): "
                  "framework transformers"};
   }
-  // Before 4.36 transformers ran eager attention unless told otherwise (pull request 26572 made
-  // SDPA the default): an unstated attention is eager there.
-  if (!workload.contains("attention") && c.transformers->before(4, 36))
+  // An unstated attention is the release's default.
+  if (!workload.contains("attention") && transformers_eager_by_default(*c.transformers))
     c.attention = attention_kernel::eager;
   return std::nullopt;
 }

@@ -32,6 +32,8 @@ bool llama_code(const model_spec& spec) {
 
 }  // namespace
 
+bool transformers_eager_by_default(const library_release& release) { return release.before(4, 36); }
+
 generate_release generate_release_of(const model_spec& spec, const inference_config& config) {
   generate_release out;
   if (config.framework != serving_framework::transformers || !config.transformers) return out;
@@ -42,7 +44,6 @@ generate_release generate_release_of(const model_spec& spec, const inference_con
   out.whole_logits_clone = out.all_prompt_logits && !r.before(4, 45) && r.before(4, 47);
   out.outputs_kept = r.before(4, 42);
   out.old_cache_kept = r.before(4, 42);
-  out.eager_default = r.before(4, 36);
   const std::string release = "transformers " + release_name(r) + ": ";
   if (out.all_prompt_logits) {
     out.note = release + "the prefill's LM head runs over every prompt position" +

@@ -15,7 +15,6 @@ struct generate_release {
   bool whole_logits_clone = false;  // generate clones the whole logits before slicing the last
   bool outputs_kept = false;        // the prefill's outputs live through the next forward
   bool old_cache_kept = false;      // the previous step's KV tensors live through the forward
-  bool eager_default = false;       // eager attention unless the request names one
   std::string note;                 // what the stated release changes, "" when nothing
 };
 

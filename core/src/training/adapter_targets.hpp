@@ -26,8 +26,6 @@ bool ia3_scales_input(const tensor_spec& t);
 bool tied_head_target(const model_spec& spec, const training_config& config);
 // The token embedding: the table of vocab_size rows (not BERT's token types).
 bool token_table(const model_spec& spec, const tensor_spec& t);
-// Whether a target names the token embedding (embed_tokens, or the table's own module name).
-bool names_token_embedding(const model_spec& spec, const std::string& name);
 // PEFT's LoRA on the token embedding (a target naming it).
 bool embedding_lora_target(const model_spec& spec, const training_config& config,
                            const tensor_spec& t);

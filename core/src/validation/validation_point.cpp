@@ -556,7 +556,7 @@ std::string inference_config_for(const json& p, inference_config& config,
     if (!config.transformers) {
       defaults_note += "; transformers release not stated: today's generate";
     } else if (std::string(text_or(w, "attention", "")).empty() &&
-               config.transformers->before(4, 36)) {
+               transformers_eager_by_default(*config.transformers)) {
       config.attention = attention_kernel::eager;
       defaults_note += "; attention not stated: eager, transformers' default before 4.36";
     }

@@ -30,6 +30,9 @@ enum class serving_framework { transformers, litgpt, vllm, llama_cpp };
 // Their names in requests and answers: static, dynamic, paged; transformers, litgpt, vllm,
 // llama_cpp.
 std::optional<kv_cache_kind> kv_cache_kind_named(const std::string& name);
+// Whether transformers `release` ran eager attention unless told otherwise: before 4.36, whose
+// pull request 26572 made SDPA the default (generate_release.cpp).
+bool transformers_eager_by_default(const library_release& release);
 const char* kv_cache_kind_name(kv_cache_kind kind);
 std::optional<serving_framework> serving_framework_named(const std::string& name);
 const char* serving_framework_name(serving_framework framework);

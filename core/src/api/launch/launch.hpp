@@ -19,6 +19,10 @@ namespace gpumem {
 // A format's refusal of a request field: request.invalid_value, "[field] message".
 error launch_refusal(const std::string& field, const std::string& message);
 
+// A probability as a config writes it: the shortest decimal, at least one digit after the point
+// ("0.05", "0.0").
+std::string decimal_text(double value);
+
 // ZeRO stages 1-3 (DeepSpeed's engine).
 bool zero_sharding(data_parallel dp);
 
@@ -33,6 +37,10 @@ result<bool> fsdp_host_offload(const offload_placement& offload);
 // The HF Trainer's optimizer name (TrainingArguments.optim, transformers training_args.py
 // OptimizerNames), which axolotl's `optimizer` takes too.
 result<std::string> trainer_optim(const training_config& config);
+
+struct launch_setup;
+// The nodes the setup's GPUs fill (cluster.gpus_per_node at a time; one when unstated).
+std::uint64_t nodes_of(const launch_setup& s);
 
 // The setup an export writes, read and checked as an estimate reads it.
 struct launch_setup {

@@ -120,10 +120,7 @@ result<launch_output> export_litgpt(const launch_setup& s) {
   if (quantize) words.insert(words.end(), {"--quantize", quantize});
   if (c.finetune == finetune_kind::lora) {
     words.insert(words.end(), {"--lora_r", std::to_string(c.lora_rank)});
-    std::string dropout = std::to_string(lora_dropout_of(c));
-    dropout.erase(dropout.find_last_not_of('0') + 1);
-    if (dropout.back() == '.') dropout += '0';
-    words.insert(words.end(), {"--lora_dropout", dropout});
+    words.insert(words.end(), {"--lora_dropout", decimal_text(lora_dropout_of(c))});
     if (auto e = lora_switches(c, words)) return *e;
   }
   words.insert(words.end(), {"--train.micro_batch_size", std::to_string(c.micro_batch),

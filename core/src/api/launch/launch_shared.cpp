@@ -10,6 +10,18 @@ error launch_refusal(const std::string& field, const std::string& message) {
   return {"request.invalid_value", field, "[" + field + "] " + message};
 }
 
+std::string decimal_text(double value) {
+  std::string text = std::to_string(value);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text += '0';
+  return text;
+}
+
+std::uint64_t nodes_of(const launch_setup& s) {
+  const std::uint64_t per_node = ranks_per_node(s.cluster);
+  return per_node == 0 ? 1 : (s.cluster.gpus + per_node - 1) / per_node;
+}
+
 bool zero_sharding(data_parallel dp) {
   return dp == data_parallel::zero1 || dp == data_parallel::zero2 || dp == data_parallel::zero3;
 }

@@ -113,10 +113,7 @@ std::optional<error> model_overrides(const launch_setup& s, const torchtune_mode
   if (auto e = lora_modules(s, m, line)) return e;
   line.set("model.lora_rank", std::to_string(c.lora_rank));
   line.set("model.lora_alpha", std::to_string(2 * c.lora_rank));  // its configs: alpha = 2 rank
-  std::string dropout = std::to_string(lora_dropout_of(c));
-  dropout.erase(dropout.find_last_not_of('0') + 1);
-  if (dropout.back() == '.') dropout += '0';
-  line.set("model.lora_dropout", dropout);
+  line.set("model.lora_dropout", decimal_text(lora_dropout_of(c)));
   if (c.dora) line.set("model.use_dora", "True");
   // torchtune's QLoRA: the frozen base as torchao NF4Tensors (quantize_base).
   line.set("model.quantize_base", flag(c.quantization != base_quantization::none));
@@ -259,8 +256,7 @@ result<launch_output> export_torchtune(const launch_setup& s) {
   const std::string recipe = std::string(full ? "full_finetune_" : "lora_finetune_") +
                              (several ? "distributed" : "single_device");
   std::vector<std::string> words = {"tune", "run"};
-  const std::uint64_t per_node = ranks_per_node(s.cluster);
-  const std::uint64_t nodes = per_node == 0 ? 1 : (s.cluster.gpus + per_node - 1) / per_node;
+  const std::uint64_t nodes = nodes_of(s);
   if (nodes > 1) words.insert(words.end(), {"--nnodes", std::to_string(nodes)});
   if (several)
     words.insert(words.end(), {"--nproc_per_node", std::to_string(s.cluster.gpus / nodes)});

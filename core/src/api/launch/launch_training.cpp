@@ -14,11 +14,6 @@ namespace {
 
 bool fsdp(const std::string& method) { return method.rfind("fsdp_", 0) == 0; }
 
-std::uint64_t nodes_of(const launch_setup& s) {
-  const std::uint64_t per_node = ranks_per_node(s.cluster);
-  return per_node == 0 ? 1 : (s.cluster.gpus + per_node - 1) / per_node;
-}
-
 // What every launcher here runs: one process per GPU of a transformers (HF Trainer or
 // accelerate) script, without tensor, context or pipeline parallelism.
 std::optional<error> check_launchable(const launch_setup& s, const std::string& format) {
