@@ -22,6 +22,9 @@ export class GpumemError extends Error {
   }
 }
 
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
 const inNode = typeof process !== 'undefined' && Boolean(process.versions?.node);
 
 // The Emscripten loader fetches the .wasm by URL, which Node cannot do for a file path
@@ -62,7 +65,20 @@ class Gpumem {
         error: { code: 'request.too_large', field: '', message: `the request is ${text.length.toLocaleString('en-US')} characters; at most ${MAX_REQUEST_BYTES.toLocaleString('en-US')} bytes are accepted` },
       });
     }
-    return this.#core.handleRequest(text);
+    return this.#call(text);
+  }
+
+  // The core's gpumem_respond over the module's memory: the request's UTF-8 bytes copied in, the
+  // answer's decoded out (binding.cpp).
+  #call(text) {
+    const core = this.#core;
+    const bytes = encoder.encode(text);
+    const at = core._malloc(Math.max(bytes.length, 1));
+    core.HEAPU8.set(bytes, at);
+    const answer = core._gpumem_respond(at, bytes.length);
+    core._free(at);
+    // (read HEAPU8 again: the call may have grown the memory, which replaces the view)
+    return decoder.decode(core.HEAPU8.subarray(answer, answer + core._gpumem_response_size()));
   }
 
   // `model`: a preset id, {preset}, or {config: {...config.json...}}.
