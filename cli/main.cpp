@@ -50,9 +50,10 @@ Usage:
                     [--attention sdpa|eager]
                     [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
                     [--keep-outputs: the loop holds each forward's logits until the next]
-                    [--torch-version V --bitsandbytes-version V --peft-version V: the releases
-                     where one changed what a step keeps (torch < 2.0, bitsandbytes >= 0.45,
-                     peft < 0.12)]
+                    [--torch-version V --bitsandbytes-version V --peft-version V
+                     --transformers-version V: the releases where one changed what a step keeps
+                     (torch < 2.0, bitsandbytes >= 0.45, peft < 0.12, transformers < 4.54 copies
+                     grouped-query K/V for SDPA)]
                     [--framework transformers|litgpt|torchtune|unsloth|torchtitan]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|

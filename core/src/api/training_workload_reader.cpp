@@ -59,11 +59,17 @@ result<std::vector<std::string>> read_targets(const json& adapter, config_reader
   return targets.empty() ? fallback : targets;
 }
 
-// workload.software: the torch, bitsandbytes and PEFT releases, each a version string.
+// workload.software: the torch, bitsandbytes, PEFT and transformers releases, each a version
+// string.
 std::optional<error> read_software(const json& workload, software_stack& out) {
-  return read_library_releases(
-      workload, {{"torch", &out.torch}, {"bitsandbytes", &out.bitsandbytes}, {"peft", &out.peft}},
-      "{\"torch\": \"2.4.1\", \"bitsandbytes\": \"0.44.1\", \"peft\": \"0.11.1\"}", "2.4.1");
+  return read_library_releases(workload,
+                               {{"torch", &out.torch},
+                                {"bitsandbytes", &out.bitsandbytes},
+                                {"peft", &out.peft},
+                                {"transformers", &out.transformers}},
+                               "{\"torch\": \"2.4.1\", \"bitsandbytes\": \"0.44.1\", \"peft\": "
+                               "\"0.11.1\", \"transformers\": \"4.44.2\"}",
+                               "2.4.1");
 }
 
 // PEFT's modules_to_save: embed_tokens (or the model's own name of its token embedding) and

@@ -13,6 +13,12 @@
 //   decode step, and the previous step's KV tuple (kept in model_kwargs) lives beside the grown
 //   one through every forward: "2*past_KV + first_iteration_logits".
 // - before 4.36 (pull request 26572): eager attention by default; 4.36 made SDPA the default.
+// - before 4.54 (pull request 39412, merged 2025-07-15): a grouped-query layer's K/V go through
+//   repeat_kv (a copy per query head) before SDPA, in LlamaSdpaAttention and its copies and from
+//   4.48 in integrations/sdpa_attention.py; 4.54 passes enable_gqa instead when torch >= 2.5 and
+//   no mask is needed, as for generate's equal-length prompts, whose all-ones mask is dropped
+//   (masking_utils sdpa_mask, allow_is_causal_skip). Eager attention repeats them in every
+//   release.
 #include "inference/generate_release.hpp"
 
 namespace gpumem {
@@ -44,6 +50,8 @@ generate_release generate_release_of(const model_spec& spec, const inference_con
   out.whole_logits_clone = out.all_prompt_logits && !r.before(4, 45) && r.before(4, 47);
   out.outputs_kept = r.before(4, 42);
   out.old_cache_kept = r.before(4, 42);
+  out.sdpa_repeats_kv = config.attention == attention_kernel::sdpa &&
+                        spec.transformers_repeat_kv && r.before(4, 54);
   const std::string release = "transformers " + release_name(r) + ": ";
   if (out.all_prompt_logits) {
     out.note = release + "the prefill's LM head runs over every prompt position" +
@@ -57,6 +65,12 @@ generate_release generate_release_of(const model_spec& spec, const inference_con
                 std::string(
                     "each decode step keeps the previous KV cache beside the grown one "
                     "until its forward returns (until 4.42)");
+  }
+  if (out.sdpa_repeats_kv) {
+    out.note += (out.note.empty() ? release : "; ") +
+                std::string(
+                    "the grouped-query K/V are copied to every query head before each attention "
+                    "(until 4.54, which passes SDPA enable_gqa)");
   }
   return out;
 }

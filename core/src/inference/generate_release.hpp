@@ -15,6 +15,7 @@ struct generate_release {
   bool whole_logits_clone = false;  // generate clones the whole logits before slicing the last
   bool outputs_kept = false;        // the prefill's outputs live through the next forward
   bool old_cache_kept = false;      // the previous step's KV tensors live through the forward
+  bool sdpa_repeats_kv = false;     // grouped-query K/V copied to every head before SDPA
   std::string note;                 // what the stated release changes, "" when nothing
 };
 

@@ -239,6 +239,9 @@ struct pass {
   bool upcast_logits = false;
   bool clone_logits = false;
   bool keep_logits = false;
+  // transformers before 4.54 copies a grouped-query layer's K/V to every query head before SDPA
+  // (generate_release::sdpa_repeats_kv).
+  bool repeat_kv = false;
 };
 
 std::uint64_t layer_cache_tokens(const layer_spec& layer, const inference_config& c,
@@ -377,10 +380,44 @@ class inference_replay {
     return sum;
   }
 
+  // transformers' repeat_kv: a grouped-query layer's keys and values expanded to every query
+  // head (a reshape of an expand, so copies), alive while the kernel runs: always before eager
+  // attention (eager_attention_forward), before SDPA in the releases that do not pass enable_gqa
+  // (pass::repeat_kv), and with a windowed layer's masked prefill (windowed_attention).
+  int attention(const pass& p, const layer_dims& d, const layer_spec& layer) {
+    const bool transformers = c_.framework == serving_framework::transformers;
+    const bool window = transformers && c_.attention == attention_kernel::sdpa && p.tokens > 1 &&
+                        !sdpa_math_kernel(spec_, c_.activation_bytes, transformers) &&
+                        sdpa_window_mask(layer, p.context);
+    if (window) return windowed_attention(p, d);
+    const bool repeats = transformers && spec_.transformers_repeat_kv &&
+                         (c_.attention == attention_kernel::eager || p.repeat_kv);
+    const int repeated =
+        repeats ? tl_.allocate(p.batch * p.context * (d.q + d.out) * c_.activation_bytes,
+                               cat::activations)
+                : -1;
+    const int out = attention_output(p, d);
+    tl_.free(repeated);
+    return out;
+  }
+
+  // A windowed layer's prefill reaching its window (sdpa_window_mask): the mask converted to the
+  // query's dtype and K/V repeated to every head, alive while the kernel runs.
+  int windowed_attention(const pass& p, const layer_dims& d) {
+    const std::uint64_t a = c_.activation_bytes;
+    const int mask = tl_.allocate(p.batch * p.tokens * p.context * a, cat::activations);
+    const int repeated =
+        d.kv < d.q ? tl_.allocate(2 * p.batch * p.context * d.q * a, cat::activations) : -1;
+    const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
+    tl_.free(mask);
+    tl_.free(repeated);
+    return out;
+  }
+
   // SDPA/flash keep O(tokens) statistics, unless SDPA has to run its math kernel
   // (sdpa_math_kernel); eager materialises the scores, their fp32 softmax
   // (softmax(dtype=float32)) and its cast back (transformers eager_attention_forward).
-  int attention(const pass& p, const layer_dims& d, const layer_spec& layer) {
+  int attention_output(const pass& p, const layer_dims& d) {
     const std::uint64_t a = c_.activation_bytes;
     const bool transformers = c_.framework == serving_framework::transformers;
     if (c_.attention != attention_kernel::eager && p.tokens > 1 &&
@@ -403,18 +440,6 @@ class inference_replay {
       tl_.free(probs32);
       const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
       tl_.free(probs);
-      return out;
-    }
-    if (transformers && c_.attention == attention_kernel::sdpa && p.tokens > 1 &&
-        sdpa_window_mask(layer, p.context)) {
-      // A windowed layer's prefill reaching its window (sdpa_window_mask): the mask converted to
-      // the query's dtype and K/V repeated to every head, alive while the kernel runs.
-      const int mask = tl_.allocate(p.batch * p.tokens * p.context * a, cat::activations);
-      const int repeated =
-          d.kv < d.q ? tl_.allocate(2 * p.batch * p.context * d.q * a, cat::activations) : -1;
-      const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
-      tl_.free(mask);
-      tl_.free(repeated);
       return out;
     }
     return tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
@@ -656,6 +681,7 @@ struct generation {
     prefill.upcast_logits = release.logits_upcast;
     prefill.clone_logits = release.whole_logits_clone;
     prefill.keep_logits = release.outputs_kept && config.new_tokens > 1;
+    prefill.repeat_kv = release.sdpa_repeats_kv;
     return replay.forward(prefill);
   }
 
@@ -668,6 +694,7 @@ struct generation {
     decode.batch = config.batch;
     decode.tokens = 1;
     decode.upcast_logits = release.logits_upcast;
+    decode.repeat_kv = release.sdpa_repeats_kv;
     if (config.kv != kv_cache_kind::dynamic) {
       decode.context = cache_tokens;
       replay.forward(decode);

@@ -339,6 +339,8 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   add_uniform_layers(spec, stack_kind::decoder, layers);
   read_moe(cfg, spec, v);
   if (spec.model_type == "deepseek_v3") read_mla(cfg, spec);
+  // LlamaAttention and the files that copy it call repeat_kv on grouped-query keys and values.
+  spec.transformers_repeat_kv = !spec.mla && spec.num_kv_heads < spec.num_heads;
 
   // Sliding windows: a config's layer_types names each layer's ("sliding_attention"); otherwise
   // Mistral/Phi-3 slide on every layer when a window is set; Gemma2 on even layers

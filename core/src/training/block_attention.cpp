@@ -96,10 +96,14 @@ void block_builder::attention_operands() {
                 ctx.cp == 1 &&
                 sdpa_window_mask(spec.layers[static_cast<std::size_t>(layer_index)], ctx.seq);
   // litgpt (repeat_interleave) and torchtune (expand + flatten) copy K/V to every query head
-  // before SDPA; transformers passes enable_gqa, but only without a mask (use_gqa_in_sdpa),
-  // repeating K/V otherwise (litgpt/model.py CausalSelfAttention,
-  // torchtune/modules/attention.py MultiHeadAttention, transformers sdpa_attention.py).
-  expanded_kv = (!transformers || masked_sdpa) && kv < q;
+  // before SDPA; transformers passes enable_gqa, but only without a mask (use_gqa_in_sdpa) and
+  // from 4.54 on torch 2.5 or later, repeating K/V otherwise (litgpt/model.py
+  // CausalSelfAttention, torchtune/modules/attention.py MultiHeadAttention, transformers
+  // sdpa_attention.py; software_stack::sdpa_repeats_kv).
+  const bool transformers_repeats = transformers && kernel == attention_kernel::sdpa && !eager &&
+                                    spec.transformers_repeat_kv &&
+                                    ctx.config.software.sdpa_repeats_kv();
+  expanded_kv = (!transformers || masked_sdpa || transformers_repeats) && kv < q;
   // Latent attention keeps its queries and keys (the rotary part concatenated to each head) and
   // kv_b_proj's whole output, of which the values are a view; its values are v_head_dim wide.
   values = spec.mla ? heads * spec.mla_dims.v_head_dim : q;

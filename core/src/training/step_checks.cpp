@@ -112,6 +112,12 @@ std::optional<error> check_software(const training_config& config) {
                  "[workload.attention] sdpa is torch 2's scaled_dot_product_attention; under torch "
                  "1.x transformers runs eager attention (or flash-attn's kernels: flash)"};
   }
+  if (software.transformers && !framework_of(config).transformers_modelling) {
+    return error{"request.invalid_value", "workload.software.transformers",
+                 "[workload.software.transformers] is the release of transformers' modeling "
+                 "code: framework transformers; litgpt, torchtune, unsloth and torchtitan run "
+                 "attention code of their own"};
+  }
   if (software.peft && !framework_of(config).peft) {
     return error{"request.invalid_value", "workload.software.peft",
                  "[workload.software.peft] PEFT's adapters are modelled under framework "

@@ -295,6 +295,7 @@ void read_software(const json& w, training_config& config, std::string& defaults
   config.software.torch = release("torch");
   config.software.bitsandbytes = release("bitsandbytes");
   config.software.peft = release("peft");
+  config.software.transformers = release("transformers");
   const bool four_bit = config.quantization == base_quantization::nf4 ||
                         config.quantization == base_quantization::nf4_double_quant;
   if (four_bit && framework_of(config).bitsandbytes_4bit && !config.software.bitsandbytes)

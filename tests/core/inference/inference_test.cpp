@@ -552,3 +552,36 @@ TEST_CASE("GPT-2 has no logits_to_keep through 4.47: 4.45 and 4.46 clone all its
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("transformers before 4.54 copies grouped-query K/V to every head before SDPA") {
+  const auto spec = preset("meta-llama/Llama-3.1-8B");  // 32 query heads, 8 K/V heads of 128
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.batch = 4;
+  c.prompt_tokens = 256;
+  c.new_tokens = 2048;
+  const auto peak = [&](const char* release) {
+    c.transformers = parse_library_release(release);
+    const auto e = estimate_inference(spec.value(), c, gpu_with(80ULL << 30));
+    REQUIRE(e.ok());
+    return e.value();
+  };
+  const auto v453 = peak("4.53.2");
+  const auto v454 = peak("4.54.0");
+  // The last decode step attends over 2,303 positions: one layer's keys and values repeated to
+  // 32 heads (4,096 features each) in bf16 are alive while its kernel runs.
+  const std::uint64_t repeated = 4ULL * 2303 * (4096 + 4096) * 2;
+  CHECK(v453.peak.phase == "decode");
+  CHECK(v453.peak.allocated > v454.peak.allocated + repeated * 9 / 10);
+  CHECK(v453.peak.allocated <= v454.peak.allocated + repeated);
+  bool said = false;
+  for (const auto& n : v453.notes) said = said || n.find("copied to every query head") != n.npos;
+  CHECK(said);
+  CHECK(v454.notes.empty());
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -2713,5 +2713,43 @@ TEST_CASE("library releases the request cannot run with are refused, naming the 
   CHECK(estimate_training_step(spec.value(), lora, gpu_spec{}).ok());
 }
 
+TEST_CASE("transformers before 4.54 (or torch before 2.5): SDPA keeps K/V copied to every head") {
+  const auto spec = llama_1b();  // 16 layers, 32 query heads and 8 K/V heads of 64
+  REQUIRE(spec.ok());
+  CHECK(spec.value().transformers_repeat_kv);
+  training_config c = lora_qv();  // AMP bf16, SDPA, no checkpointing
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 2;
+  c.seq_len = 256;
+  training_config v453 = c;
+  v453.software.transformers = parse_library_release("4.53.3");
+  training_config v454 = c;
+  v454.software.transformers = parse_library_release("4.54.0");
+  // SDPA's backward keeps the repeated keys and values: 2 x (2,048 - 512) features more per
+  // token and layer, in bf16.
+  const std::uint64_t repeated = 16ULL * 2 * 256 * 2 * (2048 - 512) * 2;
+  CHECK(saved_bytes(spec.value(), v453) - saved_bytes(spec.value(), c) == repeated);
+  CHECK(saved_bytes(spec.value(), v454) == saved_bytes(spec.value(), c));  // today's
+  training_config old_torch = v454;
+  old_torch.software.torch = parse_library_release("2.4.1");  // no enable_gqa before 2.5
+  CHECK(saved_bytes(spec.value(), old_torch) == saved_bytes(spec.value(), v453));
+  // flash-attn's kernels take grouped-query K/V as they are, whatever the release.
+  training_config flash = v453;
+  flash.attention = attention_kernel::flash;
+  training_config flash_today = c;
+  flash_today.attention = attention_kernel::flash;
+  CHECK(saved_bytes(spec.value(), flash) == saved_bytes(spec.value(), flash_today));
+  // The release of transformers' modelling code means nothing to litgpt's own.
+  training_config litgpt = v453;
+  litgpt.framework = framework_profile::litgpt;
+  auto refused = estimate_training_step(spec.value(), litgpt, gpu_spec{});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.failure().field == "workload.software.transformers");
+  software_stack s;
+  CHECK_FALSE(s.sdpa_repeats_kv());
+  s.transformers = parse_library_release("4.48.0");
+  CHECK(s.sdpa_repeats_kv());
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -193,6 +193,10 @@ struct model_spec {
   // model's, is the estimator's framework profile): attention keeps the whole fused output
   // beside the roped q and k.
   bool values_view_fused_qkv = false;
+  // transformers' attention copies grouped-query keys and values to every query head
+  // (repeat_kv: Llama's code and its copies; Falcon and GPTBigCode expand them their own way):
+  // before eager attention in every release, before SDPA until 4.54 (software_stack).
+  bool transformers_repeat_kv = false;
   std::string activation;
   bool tied_embeddings = false;
   bool logits_fp32 = false;  // modeling code upcasts logits to fp32 (CodeGen, GPT-Neo, Gemma ...)
