@@ -287,15 +287,6 @@ std::optional<error> check_adapter_targets(const model_spec& spec, const trainin
                                            std::vector<std::string>& unmatched) {
   if (config.finetune != finetune_kind::lora && config.finetune != finetune_kind::ia3)
     return std::nullopt;
-  std::vector<std::string> modules;
-  for (const auto& t : spec.tensors) {
-    if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d) ||
-        t.role == tensor_role::router)
-      continue;
-    const std::string& module = t.module_name.empty() ? module_of(t.name) : t.module_name;
-    if (std::find(modules.begin(), modules.end(), module) == modules.end())
-      modules.push_back(module);
-  }
   bool any = false;
   const bool lora = config.finetune == finetune_kind::lora;
   const bool has_token_table =
@@ -311,6 +302,15 @@ std::optional<error> check_adapter_targets(const model_spec& spec, const trainin
   }
   if (any) return std::nullopt;
   // PEFT raises "Target modules ... not found in the base model" when none matches.
+  std::vector<std::string> modules;
+  for (const auto& t : spec.tensors) {
+    if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d) ||
+        t.role == tensor_role::router)
+      continue;
+    const std::string& module = t.module_name.empty() ? module_of(t.name) : t.module_name;
+    if (std::find(modules.begin(), modules.end(), module) == modules.end())
+      modules.push_back(module);
+  }
   std::string names;
   for (const auto& m : modules) names += (names.empty() ? "" : ", ") + m;
   const std::string field =

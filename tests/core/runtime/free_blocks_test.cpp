@@ -52,3 +52,25 @@ TEST_CASE("free blocks: a vector and a tree give the same fits over a long rando
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE(
+    "free blocks: a key the vector cannot pack (odd size, huge index) moves them to the tree") {
+  free_blocks free;
+  free.insert({4096, 7});
+  free.insert({1024, 3});
+  free.insert({1000, 1u << 25});  // not a multiple of 512, an index past 2^24
+  CHECK(free.best_fit(512) == 1 << 25);
+  CHECK(free.best_fit(1001) == 3);
+  CHECK(free.take_best_fit(2048) == 7);
+  CHECK(free.best_fit(2048) == -1);
+  free_blocks huge;
+  huge.insert({512, 1});
+  CHECK(huge.take_best_fit(std::uint64_t{1} << 60) == -1);  // larger than any packed size
+  CHECK(huge.take_best_fit(512) == 1);
+}
+
+}  // namespace
+}  // namespace gpumem
