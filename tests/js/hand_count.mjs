@@ -26,8 +26,9 @@ function llamaLike(c, type) {
   const qkvBias = type === 'qwen2' || type === 'qwen2_moe' || Boolean(c.attention_bias);
   const oBias = (type === 'qwen2' || type === 'qwen2_moe') ? false : Boolean(c.attention_bias);
   let attention = linear(H, heads * hd, qkvBias) + 2 * linear(H, kv * hd, qkvBias) + linear(heads * hd, H, oBias);
-  // Qwen3 normalises each head's q and k (RMSNorm of head_dim); OLMo-2 the whole q and k.
-  if (type === 'qwen3' || type === 'qwen3_moe') attention += 2 * hd;
+  // Qwen3 and Gemma 3 normalise each head's q and k (RMSNorm of head_dim: modeling_qwen3.py,
+  // modeling_gemma3.py Gemma3Attention q_norm, k_norm); OLMo-2 the whole q and k.
+  if (type === 'qwen3' || type === 'qwen3_moe' || type === 'gemma3_text') attention += 2 * hd;
   if (type === 'olmo2') attention += heads * hd + kv * hd;
   const mlpBias = Boolean(c.mlp_bias);
   const gated = (inner) => 2 * linear(H, inner, mlpBias) + linear(inner, H, mlpBias);
