@@ -237,6 +237,23 @@ for i in range(16):
                                   'model': gen.choice(['meta-llama/Llama-3.2-1B', 'gpt2', 'mistralai/Mistral-7B-v0.1']),
                                   'cluster': {'gpu': 'a100-sxm4-80gb'}, 'workload': w})
 
+# transformers' repeat_kv by release: grouped-query models trained and served through SDPA before
+# and after 4.54, and under torch before 2.5.
+gen = random.Random(43)
+for i in range(12):
+    training = i % 2 == 0
+    release = {'transformers': gen.choice(['4.40.2', '4.46.3', '4.53.3', '4.54.0', '4.57.1'])}
+    if training and gen.random() < 0.3:
+        release['torch'] = gen.choice(['2.3.1', '2.5.1'])
+    w = {'micro_batch': gen.choice([1, 2, 4]), 'seq_len': gen.choice([512, 1024, 2048]), 'software': release}
+    if training:
+        w.update({'finetune': gen.choice(['lora', 'full']), 'grad_ckpt': gen.random() < 0.5})
+    else:
+        w.update({'phase': 'inference', 'new_tokens': gen.choice([16, 256, 1024])})
+    add(f'transformers release {i}', {'command': 'estimate',
+                                      'model': gen.choice(['meta-llama/Llama-3.2-1B', 'Qwen/Qwen2.5-0.5B', 'TinyLlama/TinyLlama-1.1B-Chat-v1.0']),
+                                      'cluster': {'gpu': 'a100-sxm4-80gb'}, 'workload': w})
+
 requests.sort(key=lambda r: 0)  # keep generation order
 # The corpus only grows: requests already recorded keep their text (the random choices above draw
 # from the catalogue, which grows), and new names are appended.
