@@ -398,6 +398,19 @@ test('the compact embed shows the verdict and the chart within 600 px, and links
   await page.close();
 });
 
+test('a transformers release in the form reaches the request and the answer', async () => {
+  // Llama 3.1 8B through generate() of 4.40: every prompt position's logits, upcast to fp32.
+  const query = '?v=1&model=meta-llama%2FLlama-3.1-8B&gpu=a100-sxm4-80gb&phase=inference&mb=16&seq=2048&new=64&tf=4.40.2';
+  const page = await b.open(query);
+  await openGroup(page, 'framework');
+  assert.equal(await page.inputValue('#gm-tf'), '4.40.2');
+  const state = stateFromQuery(query);
+  assert.equal(requestFor(state, 'meta-llama/Llama-3.1-8B').workload.software.transformers, '4.40.2');
+  assert.equal(await shownPeak(page), expected(state).peak_bytes);
+  assert.ok(expected(state).peak_bytes > expected(stateFromQuery(query.replace('&tf=4.40.2', ''))).peak_bytes);
+  await page.close();
+});
+
 test('the copy buttons give the link, the JSON request and an equivalent CLI command', async () => {
   const context = await b.browser.newContext({ permissions: ['clipboard-read', 'clipboard-write'] });
   const page = await b.open('?v=1&gpus=2', { context });

@@ -11,7 +11,7 @@ export const GROUPS = [
   { id: 'precision', title: 'Precision and optimizer', keys: ['precision', 'opt', 'ckpt', 'attn', 'kv', 'kvdtype'] },
   { id: 'lora', title: 'LoRA', keys: ['r', 'ldrop', 'targets', 'save'] },
   { id: 'parallel', title: 'Parallelism and hardware', keys: ['method', 'nodes', 'mem', 'bw', 'headroom'] },
-  { id: 'framework', title: 'Framework and library releases', keys: ['fw', 'loop', 'torch', 'peft', 'bnb'] },
+  { id: 'framework', title: 'Framework and library releases', keys: ['fw', 'loop', 'tf', 'torch', 'peft', 'bnb'] },
   { id: 'offload', title: 'Offload and host budgets', keys: ['oopt', 'oparams', 'ograd', 'oact', 'ram', 'disk'] },
   { id: 'cost', title: 'Training time and cost', keys: ['ttok', 'gprice'] },
   { id: 'output', title: 'Estimator, metric and units', keys: ['mode', 'metric', 'unit'] },
@@ -32,7 +32,7 @@ export function applies(key, state, model) {
   if (isLlmem(state) && !LLMEM_TAKES.includes(key)) return false;
   if (['r', 'ldrop', 'targets', 'save'].includes(key) && (state.ft === 'full' || state.ft === 'ia3')) return false;
   // litgpt, torchtune, unsloth and torchtitan run their own loops and losses, and torch 2.
-  if (['loop', 'torch', 'peft'].includes(key) && state.fw !== 'transformers') return false;
+  if (['loop', 'torch', 'peft', 'tf'].includes(key) && state.fw !== 'transformers') return false;
   // bitsandbytes' release changes what its 4-bit base keeps.
   if (key === 'bnb' && !runsBitsandbytes4bit(state.ft, state.fw)) return false;
   // The decoder's length, for a pasted encoder-decoder (T5) only.
@@ -86,6 +86,7 @@ const CONTROLS = {
   headroom: () => number('headroom', 'min="0" max="50" step="any" placeholder="5"'),
   torch: () => text('torch', 'placeholder="2.0 or later"'),
   peft: () => text('peft', 'placeholder="0.12 or later"'),
+  tf: () => text('tf', 'placeholder="today\'s"'),
   bnb: () => text('bnb', 'placeholder="before 0.45"'),
   ram: () => number('ram', 'min="1" step="any" placeholder="not checked"'),
   disk: () => number('disk', 'min="1" step="any" placeholder="not checked"'),

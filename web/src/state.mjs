@@ -51,6 +51,9 @@ export const FIELDS = {
   torch: { default: '' },
   bnb: { default: '' },
   peft: { default: '' },
+  // transformers' release (framework transformers): its modeling code and generate() (K/V copied
+  // for SDPA before 4.54; generate's logits before 4.45).
+  tf: { default: '' },
   // 'auto': as the checkpoint stores them (its quantization_config; 16-bit without one).
   weights: {
     default: 'auto',
@@ -204,6 +207,7 @@ function trainingWorkload(state, plan, model) {
   const software = {};
   if (w.framework === 'transformers' && state.torch.trim()) software.torch = state.torch.trim();
   if (w.framework === 'transformers' && state.peft.trim()) software.peft = state.peft.trim();
+  if (w.framework === 'transformers' && state.tf.trim()) software.transformers = state.tf.trim();
   if (runsBitsandbytes4bit(state.ft, w.framework) && state.bnb.trim()) software.bitsandbytes = state.bnb.trim();
   if (Object.keys(software).length) w.software = software;
   // A micro-batch left empty is the planner's (or, for a fixed method, the solve's) to choose.
@@ -235,6 +239,7 @@ function inferenceWorkload(state) {
   if (state.kv !== 'auto') kv.kind = state.kv;
   if (state.kvdtype !== 'auto') kv.dtype = state.kvdtype;
   if (Object.keys(kv).length) w.kv_cache = kv;
+  if (w.framework === 'transformers' && state.tf.trim()) w.software = { transformers: state.tf.trim() };
   return w;
 }
 
