@@ -24,7 +24,7 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist);
 const skipped = ['sw.template.js', 'boot.mjs', 'docs.template.html'];
 cpSync(`${root}web/`, dist, { recursive: true, filter: (path) => !skipped.some((name) => path.endsWith(name)) });
-for (const file of ['gpumem.mjs', 'gpumem_core.mjs', 'gpumem_core.wasm']) cpSync(`${wasmDir}${file}`, `${dist}${file}`);
+for (const file of ['gpumem.mjs', 'gpumem_core.mjs', 'gpumem_core.wasm', 'gpumem_estimator.mjs', 'gpumem_estimator.wasm']) cpSync(`${wasmDir}${file}`, `${dist}${file}`);
 
 // Browsers of the last three years (module workers aside: the worker is a classic script).
 const common = { bundle: true, format: 'iife', minify: true, target: ['chrome100', 'firefox100', 'safari15'], logLevel: 'warning' };

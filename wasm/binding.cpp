@@ -22,7 +22,12 @@ extern "C" {
 // The answer to the request of `size` bytes at `request` (JSON text): a pointer to its UTF-8
 // text, valid until the next call; gpumem_response_size() gives its length.
 EMSCRIPTEN_KEEPALIVE const char* gpumem_respond(const char* request, std::size_t size) {
+#ifdef GPUMEM_ESTIMATOR_ONLY
+  // The page's first download (gpumem_estimator.wasm): the estimator's commands alone.
+  last_response = gpumem::handle_estimator_request(std::string(request, size));
+#else
   last_response = gpumem::handle_request(std::string(request, size));
+#endif
   return last_response.data();
 }
 

@@ -4,6 +4,7 @@
 // No estimation logic here: every number comes from the C++ core.
 
 import createGpumemCore from './gpumem_core.mjs';
+import createEstimatorCore from './gpumem_estimator.mjs';
 
 export const API_VERSION = 1;
 
@@ -29,10 +30,17 @@ const inNode = typeof process !== 'undefined' && Boolean(process.versions?.node)
 
 // The Emscripten loader fetches the .wasm by URL, which Node cannot do for a file path
 // (toolchain.md Q3/Q4): read it from disk and hand it over.
-async function readWasmInNode() {
+async function readWasmInNode(file) {
   const { readFile } = await import('node:fs/promises');
-  return readFile(new URL('./gpumem_core.wasm', import.meta.url));
+  return readFile(new URL(`./${file}`, import.meta.url));
 }
+
+// The two builds of the core (wasm/CMakeLists.txt): the full module, and the estimator's, which
+// answers params, estimate, plan, models, gpus and version alone in a smaller download.
+const CORES = {
+  full: { create: createGpumemCore, wasm: 'gpumem_core.wasm' },
+  estimator: { create: createEstimatorCore, wasm: 'gpumem_estimator.wasm' },
+};
 
 class Gpumem {
   #core;
@@ -115,11 +123,14 @@ class Gpumem {
   }
 }
 
-// options.wasmModule: the compiled WebAssembly.Module, if the caller compiled it (the page
-// compiles it while its worker starts); options.wasmBinary: the module's bytes, if the caller has
-// them; options.locateFile: where the browser should fetch gpumem_core.wasm from (default: beside
-// this file).
+// options.core: 'full' (default) or 'estimator' (export, import and validate refused: the page's
+// first download); options.wasmModule: the compiled WebAssembly.Module, if the caller compiled it
+// (the page compiles it while its worker starts); options.wasmBinary: the module's bytes, if the
+// caller has them; options.locateFile: where the browser should fetch the .wasm from (default:
+// beside this file).
 export async function loadGpumem(options = {}) {
+  const core = CORES[options.core ?? 'full'];
+  if (!core) throw new Error(`loadGpumem: core must be 'full' or 'estimator', got ${options.core}`);
   const moduleOptions = {};
   if (options.wasmModule) {
     // Emscripten's hook for instantiating a module of one's own: it returns the exports later.
@@ -130,8 +141,8 @@ export async function loadGpumem(options = {}) {
   } else if (options.wasmBinary) {
     moduleOptions.wasmBinary = options.wasmBinary;
   } else if (inNode) {
-    moduleOptions.wasmBinary = await readWasmInNode();
+    moduleOptions.wasmBinary = await readWasmInNode(core.wasm);
   }
   if (options.locateFile) moduleOptions.locateFile = options.locateFile;
-  return new Gpumem(await createGpumemCore(moduleOptions));
+  return new Gpumem(await core.create(moduleOptions));
 }

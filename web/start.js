@@ -3,8 +3,10 @@
 // script of its own, loaded first, so that neither waits for the page's larger script.
 (() => {
   if (location.protocol === 'file:' || typeof Worker === 'undefined') return;
-  const fetched = fetch('gpumem_core.wasm');
+  // The estimator's build of the core (params, estimate, plan): the worker fetches the full one
+  // when a launch file or a validation is asked for (web/src/core_worker.mjs).
+  const fetched = fetch('gpumem_estimator.wasm');
   const wasm = WebAssembly.compileStreaming(fetched)
-    .catch(() => fetch('gpumem_core.wasm').then((r) => r.arrayBuffer()).then((bytes) => WebAssembly.compile(bytes)));
+    .catch(() => fetch('gpumem_estimator.wasm').then((r) => r.arrayBuffer()).then((bytes) => WebAssembly.compile(bytes)));
   globalThis.gpumemCoreStart = { worker: new Worker('core.js'), wasm };
 })();

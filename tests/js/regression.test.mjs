@@ -9,6 +9,7 @@ import { corpusRequests, digest } from '../../tools/regression/corpus.mjs';
 
 const { loadGpumem } = await import(facadePath);
 const gpumem = await loadGpumem();
+const estimator = await loadGpumem({ core: 'estimator' });
 const recorded = JSON.parse(readFileSync(`${repoRoot}tests/regression/digests.json`, 'utf8'));
 
 test('every answer of the regression corpus is byte for byte as recorded', () => {
@@ -21,4 +22,25 @@ test('every answer of the regression corpus is byte for byte as recorded', () =>
   }
   assert.ok(compared >= 700, `${compared} answers compared`);
   assert.deepEqual(changed, []);
+});
+
+// The page's first download, the estimator's build (wasm/CMakeLists.txt): the same answers for
+// every command it takes, and the commands it leaves out refused, naming the full module.
+test('the estimator\'s build answers its commands byte for byte as the full module does', () => {
+  const changed = [];
+  let compared = 0;
+  for (const { name, text } of corpusRequests(repoRoot)) {
+    const command = JSON.parse(text).command;
+    if (!(name in recorded) || ['export', 'import', 'validate'].includes(command)) continue;
+    compared += 1;
+    if (digest(estimator.respondText(text)) !== recorded[name]) changed.push(name);
+  }
+  assert.ok(compared >= 700, `${compared} answers compared`);
+  assert.deepEqual(changed, []);
+  for (const command of ['export', 'import', 'validate']) {
+    const refused = estimator.respond({ command });
+    assert.equal(refused.error.code, 'request.invalid_value');
+    assert.equal(refused.error.field, 'command');
+    assert.match(refused.error.message, /full module/);
+  }
 });

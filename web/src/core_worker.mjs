@@ -6,30 +6,56 @@
 // `loadGpumem`: the facade's loader. A server turns requests into envelopes, never throwing for
 // a request the core refuses.
 export function serveCore(loadGpumem) {
+  // `options.core`: 'estimator' in a worker, whose first download is the estimator's build: the
+  // commands it leaves out go to the full module, fetched the first time one is asked for.
   const server = (options) => {
     const ready = loadGpumem(options);
+    let full = options.core === 'estimator' ? null : ready;
     return async (requests) => {
-      const gpumem = await ready;
-      return requests.map((request) => gpumem.respond(request));
+      const estimator = await ready;
+      const answers = [];
+      for (const request of requests) {
+        if (FULL_ONLY.has(commandOf(request))) {
+          full ??= loadGpumem({ locateFile: options.locateFile });
+          answers.push((await full).respond(request));
+        } else {
+          answers.push(estimator.respond(request));
+        }
+      }
+      return answers;
     };
   };
   // The .wasm beside core.js.
   const locateFile = (path, directory) => directory + path;
   if (typeof WorkerGlobalScope !== 'undefined' && self instanceof WorkerGlobalScope) {
     let serve = null;
+    const estimator = { core: 'estimator', locateFile };
     self.addEventListener('message', async ({ data }) => {
       if ('module' in data) {
-        serve = server(data.module ? { wasmModule: data.module } : { locateFile });
+        serve = server(data.module ? { ...estimator, wasmModule: data.module } : estimator);
         return;
       }
       try {
-        serve ??= server({ locateFile });
+        serve ??= server(estimator);
         self.postMessage({ id: data.id, responses: await serve(data.requests) });
       } catch (error) {
         self.postMessage({ id: data.id, failure: String(error?.message ?? error) });
       }
     });
   } else {
+    // file://: the full module, from wasm-inline.js.
     globalThis.gpumemCoreServer = (wasmBinary) => server({ wasmBinary, locateFile });
+  }
+}
+
+// The commands only the full module answers (handle_estimator_request refuses them).
+const FULL_ONLY = new Set(['export', 'import', 'validate']);
+
+function commandOf(request) {
+  if (typeof request !== 'string') return request?.command;
+  try {
+    return JSON.parse(request)?.command;
+  } catch {
+    return undefined;  // the core says what is wrong with it
   }
 }

@@ -43,7 +43,7 @@ export function coreClient() {
   if (location.protocol === 'file:') return inThreadClient(globalThis.gpumemCoreServer(inlineWasm()));
   const early = globalThis.gpumemCoreStart;  // web/start.js
   if (early) return workerClient(early.worker, early.wasm);
-  return workerClient('core.js', compileWasm('gpumem_core.wasm'));
+  return workerClient('core.js', compileWasm('gpumem_estimator.wasm'));
 }
 
 // `client`: the core, started by boot.mjs before the page is parsed.

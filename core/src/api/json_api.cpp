@@ -618,7 +618,12 @@ std::size_t json_nesting_depth(std::string_view text) {
   return deepest;
 }
 
-std::string handle_request(const std::string& request_json) {
+namespace {
+
+// The request's JSON, read and checked before any command runs (size, NUL, nesting, duplicate
+// keys, syntax, api_version, command): the refusal's answer, or "" with `request` parsed and
+// `command` set.
+std::string read_request(const std::string& request_json, json& request, std::string& command) {
   // Refused before parsing: a request too large to read within a page's memory (80 MB of [0,0,...]
   // took the wasm module past its 2 GB heap), and text after a NUL character, which a parser
   // would never see.
@@ -653,7 +658,7 @@ std::string handle_request(const std::string& request_json) {
     }
     return true;
   };
-  json request = json::parse(request_json, track_keys, false);
+  request = json::parse(request_json, track_keys, false);
   if (!request.is_discarded() && !duplicate.empty()) {
     return respond_error({"json.duplicate_key", "",
                           "the request is not valid here: the key \"" + readable(duplicate, 60) +
@@ -686,23 +691,69 @@ std::string handle_request(const std::string& request_json) {
                           "[command] must be a string: one of params, estimate, plan, export, "
                           "import, validate, models, gpus, version"});
   }
-  const std::string command = request.at("command").get<std::string>();
+  command = request.at("command").get<std::string>();
   // null on an optional field means the field is absent (its default); on a required one, that
   // it is missing (docs/api.md). Validation points keep theirs: their format reads null itself.
   if (command != "validate") drop_nulls(request);
-  if (command == "params") return params_command(request);
-  if (command == "models") return models_command(request);
-  if (command == "gpus") return gpus_command(request);
-  if (command == "version") return version_command(request);
-  if (command == "estimate") return estimate_command(request);
-  if (command == "plan") return plan_command(request);
-  if (command == "validate") return validate_command(request);
-  if (command == "export") return export_command(request);
-  if (command == "import") return import_command(request);
+  return "";
+}
+
+// The estimator's commands (the page's first download: handle_estimator_request); false for the
+// others.
+bool estimator_answer(const std::string& command, const json& request, std::string& answer) {
+  if (command == "params")
+    answer = params_command(request);
+  else if (command == "models")
+    answer = models_command(request);
+  else if (command == "gpus")
+    answer = gpus_command(request);
+  else if (command == "version")
+    answer = version_command(request);
+  else if (command == "estimate")
+    answer = estimate_command(request);
+  else if (command == "plan")
+    answer = plan_command(request);
+  else
+    return false;
+  return true;
+}
+
+std::string unknown_command(const std::string& command) {
   return respond_error({"request.unknown_command", "command",
                         "[command] must be one of params, estimate, plan, export, import, "
                         "validate, models, gpus, version; got '" +
                             command + "'"});
+}
+
+}  // namespace
+
+std::string handle_request(const std::string& request_json) {
+  json request;
+  std::string command;
+  if (std::string refused = read_request(request_json, request, command); !refused.empty())
+    return refused;
+  std::string answer;
+  if (estimator_answer(command, request, answer)) return answer;
+  if (command == "validate") return validate_command(request);
+  if (command == "export") return export_command(request);
+  if (command == "import") return import_command(request);
+  return unknown_command(command);
+}
+
+std::string handle_estimator_request(const std::string& request_json) {
+  json request;
+  std::string command;
+  if (std::string refused = read_request(request_json, request, command); !refused.empty())
+    return refused;
+  std::string answer;
+  if (estimator_answer(command, request, answer)) return answer;
+  if (command == "validate" || command == "export" || command == "import") {
+    return respond_error({"request.invalid_value", "command",
+                          "[command] " + command +
+                              " is answered by the full module (gpumem_core.wasm, the facade's "
+                              "default), not the estimator's"});
+  }
+  return unknown_command(command);
 }
 
 }  // namespace gpumem

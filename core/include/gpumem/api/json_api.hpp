@@ -31,4 +31,10 @@ std::size_t json_nesting_depth(std::string_view text);
 // Never throws and never aborts: malformed input yields {"ok": false, "error": {...}}.
 std::string handle_request(const std::string& request_json);
 
+// The estimator's commands alone (params, estimate, plan, models, gpus, version), answered as
+// handle_request answers them; export, import and validate are refused. The page's first
+// download is a module built on this entry, which leaves the launch formats and the validation
+// scorer out (wasm/CMakeLists.txt).
+std::string handle_estimator_request(const std::string& request_json);
+
 }  // namespace gpumem
