@@ -7,6 +7,7 @@
 #include <optional>
 #include <utility>
 
+#include "api/number_text.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/inference/inference_step.hpp"
 #include "gpumem/model/config_parser.hpp"
@@ -126,6 +127,18 @@ std::string compare_throughput(const json& throughput, const step_time& speed, s
   return "";
 }
 
+// A measured throughput that would take more than the GPU's dense peak at the model's FLOPs per
+// token (step_time.cpp, recomputation included): no step-time model can reach it, so the point's
+// model, batch or throughput is probably misread; said in the note (the point stays scored).
+std::string beyond_peak(const scored_point& point, const step_time& speed, double peak) {
+  if (point.quantity != "tokens_per_s_per_gpu" || peak <= 0) return "";
+  const double implied = point.measured * speed.flops_per_token;
+  if (implied <= peak) return "";
+  return "; the measured throughput takes " + grouped_number(implied / 1e12, 0) +
+         " TFLOP/s per GPU at this model's FLOPs per token, above the GPU's dense peak of " +
+         grouped_number(peak / 1e12, 0) + ": its model, batch or throughput is probably misread";
+}
+
 }  // namespace
 
 error_summary summarize(const std::vector<double>& abs_errors) {
@@ -208,6 +221,8 @@ step_time_report validate_step_time(const json& points) {
     }
     out.note =
         "read as " + method + " on " + gpu_id + (options.recompute > 0 ? ", recomputing" : "");
+    out.note +=
+        beyond_peak(out, speed, matmul_flops(cluster.value().gpu, options.bf16, options.fp32));
     by_method[out.method].push_back(std::fabs(out.relative_error));
     all.push_back(std::fabs(out.relative_error));
     report.points.push_back(out);

@@ -221,6 +221,26 @@ TEST_CASE("malformed fields are skipped or defaulted, never thrown on") {
   CHECK_NOTHROW(validate_step_time(nlohmann::json::array({nullptr, 3, "p"})));
 }
 
+TEST_CASE("a measured throughput beyond the GPU's dense peak is said in the point's note") {
+  nlohmann::json point = small_point({{"phase", "train"},
+                                      {"finetune", "full"},
+                                      {"weights", "bf16"},
+                                      {"compute", "pure_bf16"},
+                                      {"micro_batch", 1},
+                                      {"seq_len", 128}},
+                                     {{"method", "single"}, {"gpus", 1}});
+  const auto read = [&](double tokens_per_s) {
+    point["throughput"] = {{"tokens_per_s_per_gpu", tokens_per_s}};
+    const auto report = validate_step_time(nlohmann::json::array({point}));
+    REQUIRE(report.points.size() == 1);
+    REQUIRE(report.points[0].scored);
+    return report.points[0].note;
+  };
+  // About 12 M FLOPs a token: 100,000 tokens/s is far below an H100's 989 TFLOP/s, 1e9 above.
+  CHECK(read(1e5).find("dense peak") == std::string::npos);
+  CHECK(read(1e9).find("above the GPU's dense peak of 989") != std::string::npos);
+}
+
 TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage") {
   // A wide vocabulary makes the last stage (LM head and loss) the busiest; a narrow one with
   // long sequences the first (two micro-batches in flight under 1F1B).
