@@ -10,6 +10,10 @@ import {
   visibleText,
 } from './page_helpers.mjs';
 import { defaultState } from '../../web/src/state.mjs';
+import { readFileSync } from 'node:fs';
+import { repoRoot } from './paths.mjs';
+
+const presetIndex = JSON.parse(readFileSync(`${repoRoot}presets/models/index.json`, 'utf8')).models;
 
 const b = await startBrowser();
 test.after(async () => {
@@ -154,7 +158,10 @@ test('the model field searches the presets without changing the answer until one
   await page.fill('#gm-model', 'qwen');
   await page.waitForSelector('#gm-model-list:not([hidden]) [data-id]');
   const options = await page.$$eval('#gm-model-list [data-id]', (els) => els.map((e) => e.dataset.id));
-  assert.ok(options.length > 0 && options.every((id) => /qwen/i.test(id)));
+  // By name or by family (Tongyi DeepResearch is a Qwen3-MoE).
+  const family = new Map(presetIndex.flatMap((m) => [m.id, ...(m.aliases ?? [])].map((id) => [id, m.family])));
+  assert.ok(options.length > 0 && options.every((id) => /qwen/i.test(id) || family.get(id) === 'Qwen'), options.join());
+  assert.ok(options.includes('Alibaba-NLP/Tongyi-DeepResearch-30B-A3B'));
   assert.equal(await shownPeak(page), before);
   assert.equal(stateOf(page).model, 'meta-llama/Llama-3.1-8B');
   await page.keyboard.press('Escape');
