@@ -698,26 +698,6 @@ std::string read_request(const std::string& request_json, json& request, std::st
   return "";
 }
 
-// The estimator's commands (the page's first download: handle_estimator_request); false for the
-// others.
-bool estimator_answer(const std::string& command, const json& request, std::string& answer) {
-  if (command == "params")
-    answer = params_command(request);
-  else if (command == "models")
-    answer = models_command(request);
-  else if (command == "gpus")
-    answer = gpus_command(request);
-  else if (command == "version")
-    answer = version_command(request);
-  else if (command == "estimate")
-    answer = estimate_command(request);
-  else if (command == "plan")
-    answer = plan_command(request);
-  else
-    return false;
-  return true;
-}
-
 std::string unknown_command(const std::string& command) {
   return respond_error({"request.unknown_command", "command",
                         "[command] must be one of params, estimate, plan, export, import, "
@@ -725,28 +705,29 @@ std::string unknown_command(const std::string& command) {
                             command + "'"});
 }
 
-}  // namespace
+// The estimator's commands (the page's first download: handle_estimator_request), or nothing
+// for the others.
+std::optional<std::string> estimator_answer(const std::string& command, const json& request) {
+  if (command == "params") return params_command(request);
+  if (command == "models") return models_command(request);
+  if (command == "gpus") return gpus_command(request);
+  if (command == "version") return version_command(request);
+  if (command == "estimate") return estimate_command(request);
+  if (command == "plan") return plan_command(request);
+  return std::nullopt;
+}
 
-std::string handle_request(const std::string& request_json) {
-  json request;
-  std::string command;
-  if (std::string refused = read_request(request_json, request, command); !refused.empty())
-    return refused;
-  std::string answer;
-  if (estimator_answer(command, request, answer)) return answer;
+// The full module's other commands.
+std::string full_answer(const std::string& command, const json& request) {
   if (command == "validate") return validate_command(request);
   if (command == "export") return export_command(request);
   if (command == "import") return import_command(request);
   return unknown_command(command);
 }
 
-std::string handle_estimator_request(const std::string& request_json) {
-  json request;
-  std::string command;
-  if (std::string refused = read_request(request_json, request, command); !refused.empty())
-    return refused;
-  std::string answer;
-  if (estimator_answer(command, request, answer)) return answer;
+// The estimator's build: the full module's other commands refused, naming it. (A function of
+// its own, so that the link leaves export, import and validate out of that build.)
+std::string refused_beyond_estimator(const std::string& command, const json&) {
   if (command == "validate" || command == "export" || command == "import") {
     return respond_error({"request.invalid_value", "command",
                           "[command] " + command +
@@ -754,6 +735,27 @@ std::string handle_estimator_request(const std::string& request_json) {
                               "default), not the estimator's"});
   }
   return unknown_command(command);
+}
+
+// A request read and answered: the estimator's commands here, the rest by `others`.
+std::string answer(const std::string& request_json,
+                   std::string (*others)(const std::string& command, const json& request)) {
+  json request;
+  std::string command;
+  if (std::string refused = read_request(request_json, request, command); !refused.empty())
+    return refused;
+  if (auto answered = estimator_answer(command, request)) return *answered;
+  return others(command, request);
+}
+
+}  // namespace
+
+std::string handle_request(const std::string& request_json) {
+  return answer(request_json, full_answer);
+}
+
+std::string handle_estimator_request(const std::string& request_json) {
+  return answer(request_json, refused_beyond_estimator);
 }
 
 }  // namespace gpumem
