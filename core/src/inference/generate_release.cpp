@@ -50,8 +50,8 @@ generate_release generate_release_of(const model_spec& spec, const inference_con
   out.whole_logits_clone = out.all_prompt_logits && !r.before(4, 45) && r.before(4, 47);
   out.outputs_kept = r.before(4, 42);
   out.old_cache_kept = r.before(4, 42);
-  out.sdpa_repeats_kv =
-      config.attention == attention_kernel::sdpa && spec.transformers_repeat_kv && r.before(4, 54);
+  out.sdpa_repeats_kv = config.attention == attention_kernel::sdpa && spec.transformers_repeat_kv &&
+                        transformers_repeats_kv_for_sdpa(r);
   const std::string release = "transformers " + release_name(r) + ": ";
   if (out.all_prompt_logits) {
     out.note = release + "the prefill's LM head runs over every prompt position" +

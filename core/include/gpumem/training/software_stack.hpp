@@ -26,6 +26,13 @@ std::optional<library_release> parse_library_release(const std::string& text);
 // "major.minor", as notes name a release.
 std::string release_name(const library_release& release);
 
+// transformers before 4.54 copies grouped-query K/V to every query head before SDPA
+// (repeat_kv); 4.54 passes enable_gqa instead where torch is 2.5 or later and no mask is needed
+// (pull request 39412; integrations/sdpa_attention.py use_gqa_in_sdpa).
+inline bool transformers_repeats_kv_for_sdpa(const library_release& transformers) {
+  return transformers.before(4, 54);
+}
+
 struct software_stack {
   std::optional<library_release> torch;
   std::optional<library_release> bitsandbytes;
@@ -52,12 +59,12 @@ struct software_stack {
   // The NCCL release (2.minor) torch's CUDA 12 wheels pin (nvidia-nccl-cu12: torch 2.1 2.18.1,
   // 2.2 2.19.3, 2.3 and 2.4 2.20.5, 2.5 2.21.5; torch 2.0's CUDA 11 wheels 2.14.3). Unstated or
   // later: 2.21, the latest release whose buffers nccl_buffers.cpp reads.
-  // transformers before 4.54 copies grouped-query K/V to every query head before SDPA
-  // (repeat_kv), and SDPA's backward keeps the copies; 4.54 passes enable_gqa instead where
-  // torch is 2.5 or later and no mask is needed (pull request 39412; integrations/
-  // sdpa_attention.py use_gqa_in_sdpa). Unstated: today's release on today's torch.
+  // Grouped-query K/V copied to every head before SDPA, whose backward keeps the copies
+  // (transformers_repeats_kv_for_sdpa; torch before 2.5 has no enable_gqa). Unstated: today's
+  // release on today's torch.
   bool sdpa_repeats_kv() const {
-    return (transformers && transformers->before(4, 54)) || (torch && torch->before(2, 5));
+    return (transformers && transformers_repeats_kv_for_sdpa(*transformers)) ||
+           (torch && torch->before(2, 5));
   }
   unsigned nccl_minor() const {
     if (!torch || !torch->before(2, 5)) return 21;
