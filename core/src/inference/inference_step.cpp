@@ -386,17 +386,18 @@ class inference_replay {
   // (pass::repeat_kv), and with a windowed layer's masked prefill (windowed_attention).
   int attention(const pass& p, const layer_dims& d, const layer_spec& layer) {
     const bool transformers = c_.framework == serving_framework::transformers;
-    const bool window = transformers && c_.attention == attention_kernel::sdpa && p.tokens > 1 &&
-                        !sdpa_math_kernel(spec_, c_.activation_bytes, transformers) &&
-                        sdpa_window_mask(layer, p.context);
-    if (window) return windowed_attention(p, d);
+    const bool math_kernel = c_.attention != attention_kernel::eager && p.tokens > 1 &&
+                             sdpa_math_kernel(spec_, c_.activation_bytes, transformers);
+    if (transformers && c_.attention == attention_kernel::sdpa && p.tokens > 1 && !math_kernel &&
+        sdpa_window_mask(layer, p.context))
+      return windowed_attention(p, d);
     const bool repeats = transformers && spec_.transformers_repeat_kv &&
                          (c_.attention == attention_kernel::eager || p.repeat_kv);
     const int repeated =
         repeats ? tl_.allocate(p.batch * p.context * (d.q + d.out) * c_.activation_bytes,
                                cat::activations)
                 : -1;
-    const int out = attention_output(p, d);
+    const int out = attention_output(p, d, math_kernel);
     tl_.free(repeated);
     return out;
   }
@@ -417,11 +418,9 @@ class inference_replay {
   // SDPA/flash keep O(tokens) statistics, unless SDPA has to run its math kernel
   // (sdpa_math_kernel); eager materialises the scores, their fp32 softmax
   // (softmax(dtype=float32)) and its cast back (transformers eager_attention_forward).
-  int attention_output(const pass& p, const layer_dims& d) {
+  int attention_output(const pass& p, const layer_dims& d, bool math_kernel) {
     const std::uint64_t a = c_.activation_bytes;
-    const bool transformers = c_.framework == serving_framework::transformers;
-    if (c_.attention != attention_kernel::eager && p.tokens > 1 &&
-        sdpa_math_kernel(spec_, a, transformers)) {
+    if (math_kernel) {
       // The math kernel: fp32 scores, then (with the mask added) their fp32 softmax.
       const std::uint64_t scores = p.batch * d.heads * p.tokens * p.context;
       const int s = tl_.allocate(scores * 4, cat::activations);

@@ -530,6 +530,14 @@ TEST_CASE("transformers' generate by release: the prefill's logits, their upcast
   CHECK(one.value().peak.phase == "prefill");
 }
 
+// `c` through transformers' generate() of a stated release, on an 80 GiB GPU.
+inference_estimate generated_by(const model_spec& spec, inference_config c, const char* release) {
+  c.transformers = parse_library_release(release);
+  auto e = estimate_inference(spec, c, gpu_with(80ULL << 30));
+  REQUIRE(e.ok());
+  return e.value();
+}
+
 TEST_CASE("GPT-2 has no logits_to_keep through 4.47: 4.45 and 4.46 clone all its logits") {
   const auto spec = preset("gpt2");
   REQUIRE(spec.ok());
@@ -540,21 +548,12 @@ TEST_CASE("GPT-2 has no logits_to_keep through 4.47: 4.45 and 4.46 clone all its
   c.prompt_tokens = 512;
   c.new_tokens = 16;
   const auto at = [&](const char* release) {
-    c.transformers = parse_library_release(release);
-    const auto e = estimate_inference(spec.value(), c, gpu_with(80ULL << 30));
-    REQUIRE(e.ok());
-    return e.value().peak.allocated;
+    return generated_by(spec.value(), c, release).peak.allocated;
   };
   const std::uint64_t logits = 8ULL * 512 * 50257 * 2;
   CHECK(at("4.46.3") >= at("4.47.1") + logits);  // the whole clone
   CHECK(at("4.47.1") > at("4.48.0"));            // every position, as until 4.48
 }
-
-}  // namespace
-}  // namespace gpumem
-
-namespace gpumem {
-namespace {
 
 TEST_CASE("transformers before 4.54 copies grouped-query K/V to every head before SDPA") {
   const auto spec = preset("meta-llama/Llama-3.1-8B");  // 32 query heads, 8 K/V heads of 128
@@ -563,14 +562,8 @@ TEST_CASE("transformers before 4.54 copies grouped-query K/V to every head befor
   c.batch = 4;
   c.prompt_tokens = 256;
   c.new_tokens = 2048;
-  const auto peak = [&](const char* release) {
-    c.transformers = parse_library_release(release);
-    const auto e = estimate_inference(spec.value(), c, gpu_with(80ULL << 30));
-    REQUIRE(e.ok());
-    return e.value();
-  };
-  const auto v453 = peak("4.53.2");
-  const auto v454 = peak("4.54.0");
+  const auto v453 = generated_by(spec.value(), c, "4.53.2");
+  const auto v454 = generated_by(spec.value(), c, "4.54.0");
   // The last decode step attends over 2,303 positions: one layer's keys and values repeated to
   // 32 heads (4,096 features each) in bf16 are alive while its kernel runs.
   const std::uint64_t repeated = 4ULL * 2303 * (4096 + 4096) * 2;
