@@ -95,6 +95,8 @@ std::optional<error> check_int8_base(const training_config& config) {
   return std::nullopt;
 }
 
+}  // namespace
+
 // Library releases the request cannot run with: torch 1.x runs neither litgpt, torchtune, unsloth
 // nor torchtitan (each needs torch 2) nor SDPA (torch 2.0's F.scaled_dot_product_attention);
 // PEFT is the adapter library of transformers runs; PEFT < 0.12 leaves LoRA's adapters fp16 over
@@ -136,6 +138,8 @@ std::optional<error> check_software(const training_config& config) {
   }
   return std::nullopt;
 }
+
+namespace {
 
 // PEFT's embedding adapters (LoRA on the token embedding) and modules_to_save copies, as
 // transformers + PEFT train them: other frameworks' LoRA has neither (litgpt and torchtune

@@ -18,4 +18,9 @@ std::optional<error> check_training_request(const model_spec& spec, const traini
 std::optional<error> check_training_combination(const model_spec& spec,
                                                 const training_config& config);
 
+// The library releases the request cannot run with (torch 1.x outside transformers or with SDPA,
+// transformers' or PEFT's release outside their framework, PEFT < 0.12 under fp16 AMP over an
+// fp16 LoRA base).
+std::optional<error> check_software(const training_config& config);
+
 }  // namespace gpumem

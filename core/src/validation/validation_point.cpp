@@ -7,6 +7,8 @@
 
 #include "model/config_reader.hpp"
 #include "training/framework.hpp"
+#include "training/step_checks.hpp"
+#include "validation/release_dates.hpp"
 
 namespace gpumem {
 
@@ -284,9 +286,14 @@ std::string read_finetune(const json& p, const json& w, training_config& config,
 }
 
 // The library releases the source states (validation README, workload.software): those that
-// change what a training step keeps. An unstated one keeps the request's default, said in the
-// note where it matters (bitsandbytes under a 4-bit base).
-void read_software(const json& w, training_config& config, std::string& defaults_note) {
+// change what a training step keeps. An unstated one is read as the release current at the
+// point's date where the framework runs that library (release_dates.hpp) — torch always,
+// transformers and PEFT under Hugging Face code, bitsandbytes under its 4-bit kernels — unless
+// what the point states rules that release out (torch 2 for SDPA or litgpt, torchtune, unsloth
+// and torchtitan; PEFT before 0.12 under fp16 AMP over an fp16 base, which fails); without a
+// date it keeps the request's default. Each reading is said in the note.
+void read_software(const json& w, const std::string& framework, training_config& config,
+                   std::string& defaults_note) {
   const json& software = w.value("software", json());
   const auto release = [&](const char* name) -> std::optional<library_release> {
     const json& v = software.is_object() ? software.value(name, json()) : json();
@@ -296,9 +303,40 @@ void read_software(const json& w, training_config& config, std::string& defaults
   config.software.bitsandbytes = release("bitsandbytes");
   config.software.peft = release("peft");
   config.software.transformers = release("transformers");
+  const std::string date = software.is_object() ? text_or(software, "date", "") : "";
+  const auto take = [&](const char* name, std::optional<library_release>& slot,
+                        std::optional<library_release> dated) {
+    if (slot || !dated) return;
+    slot = dated;
+    defaults_note += std::string("; ") + name + " release not stated: read as " +
+                     release_name(*dated) + ", current " + current_at(date);
+  };
+  const framework_traits& traits = framework_of(config);
+  const auto torch = release_current_at(dated_library::torch, date);
+  const bool needs_torch2 = !traits.torch1 || std::string(text_or(w, "attention", "")) == "sdpa";
+  if (!(torch && needs_torch2 && torch->before(2, 0))) take("torch", config.software.torch, torch);
+  bool hugging_face_code = false;
+  for (const char* name : {"hf_trainer", "transformers", "peft_examples", "accelerate"})
+    hugging_face_code = hugging_face_code || framework == name;
+  if (hugging_face_code && traits.transformers_modelling) {
+    take("transformers", config.software.transformers,
+         release_current_at(dated_library::transformers, date));
+  }
+  if (hugging_face_code && traits.peft && !config.software.peft) {
+    training_config dated = config;
+    dated.software.peft = release_current_at(dated_library::peft, date);
+    dated.attention = attention_kernel::eager;  // (only PEFT's own refusal is asked)
+    const auto refused = check_software(dated);
+    if (!(refused && refused->field == "workload.software.peft"))
+      take("peft", config.software.peft, dated.software.peft);
+  }
   const bool four_bit = config.quantization == base_quantization::nf4 ||
                         config.quantization == base_quantization::nf4_double_quant;
-  if (four_bit && framework_of(config).bitsandbytes_4bit && !config.software.bitsandbytes)
+  if (four_bit && traits.bitsandbytes_4bit) {
+    take("bitsandbytes", config.software.bitsandbytes,
+         release_current_at(dated_library::bitsandbytes, date));
+  }
+  if (four_bit && traits.bitsandbytes_4bit && !config.software.bitsandbytes)
     defaults_note += "; bitsandbytes release not stated: read as before 0.45";
 }
 
@@ -488,11 +526,15 @@ std::string training_config_for(const json& p, training_config& config,
   read_framework(p, framework, config, defaults_note);
   if (auto why = read_finetune(p, w, config, defaults_note); !why.empty()) return why;
   if (auto why = read_precision(w, config); !why.empty()) return why;
-  read_software(w, config, defaults_note);
+  read_software(w, framework, config, defaults_note);
   if (auto why = read_optimizer(w, phase, config); !why.empty()) return why;
   if (auto why = read_lengths(p, w, config, defaults_note); !why.empty()) return why;
   if (auto why = read_recomputation(w, framework, config, defaults_note); !why.empty()) return why;
-  config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
+  // Unstated: SDPA, or eager attention under torch 1.x, which has no SDPA.
+  config.attention = attention_kernel_named(
+      text_or(w, "attention", config.software.has_sdpa() ? "sdpa" : "eager"));
+  if (!config.software.has_sdpa() && std::string(text_or(w, "attention", "")).empty())
+    defaults_note += "; attention not stated: eager (torch 1.x has no SDPA)";
   bool accumulation_stated = false;
   if (auto why = read_stated_accumulation(p, config, defaults_note, accumulation_stated);
       !why.empty())
@@ -547,13 +589,22 @@ std::string inference_config_for(const json& p, inference_config& config,
     if (config.kv != kv_cache_kind::paged) config.kv = kv_cache_kind::static_cache;
   }
   config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
-  // The transformers release generate() ran (validation README, workload.software): an unstated
-  // one is read as today's, and said; before 4.36 an unstated attention was eager.
+  // The transformers release generate() ran (validation README, workload.software), said in the
+  // note; before 4.36 an unstated attention was eager.
   if (config.framework == serving_framework::transformers) {
     const json& software = w.value("software", json());
     const json& release = software.is_object() ? software.value("transformers", json()) : json();
     config.transformers =
         release.is_string() ? parse_library_release(release.get<std::string>()) : std::nullopt;
+    // Unstated: the release current at the point's date (release_dates.hpp), else today's.
+    const std::string date = software.is_object() ? text_or(software, "date", "") : "";
+    if (!config.transformers) {
+      config.transformers = release_current_at(dated_library::transformers, date);
+      if (config.transformers) {
+        defaults_note += "; transformers release not stated: read as " +
+                         release_name(*config.transformers) + ", current " + current_at(date);
+      }
+    }
     if (!config.transformers) {
       defaults_note += "; transformers release not stated: today's generate";
     } else if (std::string(text_or(w, "attention", "")).empty() &&

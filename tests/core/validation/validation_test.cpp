@@ -492,5 +492,62 @@ TEST_CASE("inference under scripts that run transformers' generate is read as tr
   CHECK_FALSE(validate_memory(nlohmann::json::array({p})).points.at(0).scored);
 }
 
+TEST_CASE("a dated point reads the releases current at its date where it states none") {
+  // generate() under transformers 4.31 (2023-08): every prompt position's logits, upcast, and
+  // eager attention (SDPA became the default in 4.36).
+  nlohmann::json p = small_point({{"phase", "inference"},
+                                  {"weights", "bf16"},
+                                  {"compute", "pure_bf16"},
+                                  {"micro_batch", 4},
+                                  {"seq_len", 256},
+                                  {"new_tokens", 16},
+                                  {"framework", "transformers"},
+                                  {"software", {{"date", "2023-08"}}}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const auto dated = scored(p);
+  CHECK(dated.note.find("transformers release not stated: read as 4.31, current at 2023-08") !=
+        std::string::npos);
+  CHECK(dated.note.find("attention not stated: eager") != std::string::npos);
+  p["workload"]["software"]["date"] = "2025-02";
+  const auto recent = scored(p);
+  CHECK(recent.note.find("read as 4.48") != std::string::npos);
+  CHECK(dated.estimated_gib > recent.estimated_gib);
+  // A stated release stands whatever the date.
+  p["workload"]["software"]["transformers"] = "4.31.0";
+  CHECK(scored(p).estimated_gib == dated.estimated_gib);
+  CHECK(scored(p).note.find("current at") == std::string::npos);
+
+  // Training under the HF Trainer in 2022-10: torch 1.12, whose zero_grad keeps the gradients and
+  // which has no SDPA.
+  nlohmann::json t = small_point({{"phase", "train"},
+                                  {"finetune", "full"},
+                                  {"weights", "fp32"},
+                                  {"compute", "fp32"},
+                                  {"optimizer", "adamw"},
+                                  {"micro_batch", 1},
+                                  {"seq_len", 64},
+                                  {"framework", "hf_trainer"},
+                                  {"software", {{"date", "2022-10"}}}},
+                                 {{"method", "single"}, {"gpus", 1}});
+  const auto torch1 = scored(t);
+  CHECK(torch1.note.find("torch release not stated: read as 1.12, current at 2022-10") !=
+        std::string::npos);
+  CHECK(torch1.note.find("eager (torch 1.x has no SDPA)") != std::string::npos);
+  // With the attention and an optimizer whose step makes no temporaries fixed, what is left is
+  // that the gradients outlive the step.
+  t["workload"]["attention"] = "eager";
+  t["workload"]["optimizer"] = "sgd";
+  const double kept = scored(t).estimated_gib;
+  t["workload"]["software"]["date"] = nullptr;
+  CHECK(kept > scored(t).estimated_gib);
+  // What the point states rules a release out: litgpt needs torch 2, SDPA is torch 2's.
+  t["workload"]["software"]["date"] = "2022-10";
+  t["workload"]["framework"] = "litgpt";
+  CHECK(scored(t).note.find("torch release") == std::string::npos);
+  t["workload"]["framework"] = "hf_trainer";
+  t["workload"]["attention"] = "sdpa";
+  CHECK(scored(t).note.find("torch release") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace gpumem
