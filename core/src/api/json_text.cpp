@@ -35,17 +35,49 @@ class writer {
   std::vector<char> text_;
 };
 
-// A string nlohmann writes unchanged between its quotes: printable ASCII, no quote or backslash.
-bool plain_ascii(const std::string& text) {
-  for (const char ch : text) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (byte < 0x20 || byte > 0x7E || ch == '"' || ch == '\\') return false;
+// The length of the well-formed UTF-8 sequence starting at `at` (RFC 3629: no overlong forms,
+// no surrogates, nothing above U+10FFFF), or 0 when it is not one.
+std::size_t utf8_sequence(const std::string& text, std::size_t at) {
+  const auto byte = [&](std::size_t i) {
+    return i < text.size() ? static_cast<unsigned char>(text[i]) : 0U;
+  };
+  const unsigned lead = byte(at);
+  const auto continuation = [&](std::size_t i, unsigned low = 0x80, unsigned high = 0xBF) {
+    return byte(i) >= low && byte(i) <= high;
+  };
+  if (lead >= 0xC2 && lead <= 0xDF) return continuation(at + 1) ? 2 : 0;
+  if (lead >= 0xE0 && lead <= 0xEF) {
+    const unsigned low = lead == 0xE0 ? 0xA0 : 0x80;
+    const unsigned high = lead == 0xED ? 0x9F : 0xBF;
+    return continuation(at + 1, low, high) && continuation(at + 2) ? 3 : 0;
+  }
+  if (lead >= 0xF0 && lead <= 0xF4) {
+    const unsigned low = lead == 0xF0 ? 0x90 : 0x80;
+    const unsigned high = lead == 0xF4 ? 0x8F : 0xBF;
+    return continuation(at + 1, low, high) && continuation(at + 2) && continuation(at + 3) ? 4 : 0;
+  }
+  return 0;
+}
+
+// A string nlohmann writes unchanged between its quotes (dump without ensure_ascii): well-formed
+// UTF-8 with no control character, quote or backslash.
+bool written_unchanged(const std::string& text) {
+  for (std::size_t at = 0; at < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[at]);
+    if (byte < 0x80) {
+      if (byte < 0x20 || byte == '"' || byte == '\\') return false;
+      ++at;
+      continue;
+    }
+    const std::size_t length = utf8_sequence(text, at);
+    if (length == 0) return false;
+    at += length;
   }
   return true;
 }
 
 void writer::string(const std::string& text) {
-  if (plain_ascii(text)) {
+  if (written_unchanged(text)) {
     put('"');
     put(text);
     put('"');

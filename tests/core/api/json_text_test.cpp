@@ -53,5 +53,41 @@ TEST_CASE("the answers' JSON text is nlohmann's dump, byte for byte") {
   }
 }
 
+TEST_CASE("UTF-8 is written unchanged exactly where nlohmann would: every edge of RFC 3629") {
+  // Well-formed: the lowest and highest of each length, U+007F, U+D7FF and U+E000 around the
+  // surrogates, U+10FFFF. Ill-formed: overlong forms, surrogates, above U+10FFFF, cut sequences,
+  // stray continuation bytes, bytes that never start a sequence.
+  const char* const texts[] = {"\x7f",
+                               "\xC2\x80",
+                               "\xDF\xBF",
+                               "\xE0\xA0\x80",
+                               "\xEF\xBF\xBF",
+                               "\xED\x9F\xBF",
+                               "\xEE\x80\x80",
+                               "\xF0\x90\x80\x80",
+                               "\xF4\x8F\xBF\xBF",
+                               "\xC0\xAF",
+                               "\xC1\xBF",
+                               "\xE0\x9F\xBF",
+                               "\xED\xA0\x80",
+                               "\xF0\x8F\xBF\xBF",
+                               "\xF4\x90\x80\x80",
+                               "\xF5\x80\x80\x80",
+                               "\xE2\x89",
+                               "\xF0\x90\x80",
+                               "\x80",
+                               "\xBF",
+                               "\xFE",
+                               "\xFF",
+                               "a\xC3",
+                               "\xC3(",
+                               "tab\tand \xE2\x80\x94 dash"};
+  for (const char* text : texts) {
+    const json value = std::string(text);
+    CAPTURE(dumped(value));
+    CHECK(written(value) == dumped(value));
+  }
+}
+
 }  // namespace
 }  // namespace gpumem
