@@ -25,6 +25,8 @@ constexpr const char* usage = R"(gpumem - GPU memory planner for fine-tuning and
 Usage:
   gpumem models [--json]                       model presets with parameter counts
   gpumem gpus [--json]                         GPU presets
+  gpumem sources [--json]                      where each preset's config.json and each GPU's
+                                               figures come from
   gpumem params --model M [--task-head H] [--json]
                                                parameter counts by module group and block;
                                                M is a preset id or a path to config.json
@@ -249,6 +251,23 @@ int gpus_command(const arguments& args) {
            gpumem::cli::fixed(g["link_bandwidth_bytes_per_s"].get<double>() / 1e9, 0)});
   }
   std::cout << t.render();
+  return 0;
+}
+
+// Where each preset's config.json and each GPU's figures come from.
+int sources_command(const arguments& args) {
+  ordered_json r;
+  int code = 0;
+  if (!answer(args, {{"api_version", 1}, {"command", "sources"}}, r, code)) return code;
+  for (const auto& m : r["models"]) {
+    std::cout << m["id"].get<std::string>() << "\n";
+    for (const auto& s : m["source"]) std::cout << "  " << s.get<std::string>() << "\n";
+  }
+  for (const auto& g : r["gpus"]) {
+    std::cout << g["id"].get<std::string>() << "\n";
+    for (const auto& [figure, s] : g["sources"].items())
+      std::cout << "  " << figure << ": " << s.get<std::string>() << "\n";
+  }
   return 0;
 }
 
@@ -878,6 +897,7 @@ int main(int argc, char** argv) {
   }
   if (args.command == "models") return models_command(args);
   if (args.command == "gpus") return gpus_command(args);
+  if (args.command == "sources") return sources_command(args);
   if (args.command == "params") return params_command(args);
   if (args.command == "run") return run_command(args);
   if (args.command == "estimate") return estimate_command(args);

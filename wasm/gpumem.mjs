@@ -123,9 +123,9 @@ class Gpumem {
   }
 }
 
-// options.core: 'full' (default) or 'estimator' (export, import and validate refused: the page's
-// first download); options.wasmModule: the compiled WebAssembly.Module, if the caller compiled it
-// (the page compiles it while its worker starts); options.wasmBinary: the module's bytes, if the
+// options.core: 'full' (default) or 'estimator' (export, import, validate and sources refused:
+// the page's first download); options.wasmModule: the compiled WebAssembly.Module, if the caller
+// compiled it (the page compiles it while its worker starts); options.wasmBinary: the module's bytes, if the
 // caller has them; options.locateFile: where the browser should fetch the .wasm from (default:
 // beside this file).
 export async function loadGpumem(options = {}) {

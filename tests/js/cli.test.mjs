@@ -38,6 +38,11 @@ test('models and gpus list the presets, as tables and as JSON', () => {
   const gpus = JSON.parse(gpumem(['gpus', '--json']).stdout).gpus;
   assert.ok(gpus.some((g) => g.id === 'h100-sxm'));
   assert.match(gpumem(['gpus']).stdout, /a100-sxm4-80gb/);
+  // Where they come from: a command of its own.
+  const sources = JSON.parse(gpumem(['sources', '--json']).stdout);
+  assert.equal(sources.models.length, Object.keys(reference).length);
+  assert.equal(sources.gpus.length, gpus.length);
+  assert.match(gpumem(['sources']).stdout, /^meta-llama\/Llama-2-7b-hf\n {2}\S/m);
 });
 
 test('run answers a request from stdin and from a file', () => {

@@ -129,7 +129,7 @@ for i in range(80):
 
 for model in PRESETS:
     add(f'params {model}', {'command': 'params', 'model': model})
-for command in ('models', 'gpus', 'version'):
+for command in ('models', 'gpus', 'sources', 'version'):
     add(command, {'command': command})
 
 # Every error code, a few ways each.

@@ -49,7 +49,7 @@ export function serveCore(loadGpumem) {
 }
 
 // The commands only the full module answers (handle_estimator_request refuses them).
-const FULL_ONLY = new Set(['export', 'import', 'validate']);
+const FULL_ONLY = new Set(['export', 'import', 'validate', 'sources']);
 
 function commandOf(request) {
   if (typeof request !== 'string') return request?.command;

@@ -589,6 +589,13 @@ std::string gpus_command(const json& request) {
   return respond("import", std::move(answer.value()), ordered_json::array());
 }
 
+// Where each preset's config.json and each GPU's figures come from (the estimates name the preset
+// only; these are the catalogue's provenance).
+std::string sources_command(const json& request) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
+  return respond("sources", preset_sources(), ordered_json::array());
+}
+
 std::string version_command(const json& request) {
   if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
   ordered_json types = supported_model_types();
@@ -596,7 +603,7 @@ std::string version_command(const json& request) {
                  {{"api_version", api_version},
                   {"commands",
                    {"params", "estimate", "plan", "export", "import", "validate", "models", "gpus",
-                    "version"}},
+                    "sources", "version"}},
                   {"model_types", types}},
                  ordered_json::array());
 }
@@ -699,7 +706,7 @@ std::string read_request(const std::string& request_json, json& request, std::st
   if (!request.at("command").is_string()) {
     return respond_error({"request.invalid_type", "command",
                           "[command] must be a string: one of params, estimate, plan, export, "
-                          "import, validate, models, gpus, version"});
+                          "import, validate, models, gpus, sources, version"});
   }
   command = request.at("command").get<std::string>();
   // null on an optional field means the field is absent (its default); on a required one, that
@@ -711,7 +718,7 @@ std::string read_request(const std::string& request_json, json& request, std::st
 std::string unknown_command(const std::string& command) {
   return respond_error({"request.unknown_command", "command",
                         "[command] must be one of params, estimate, plan, export, import, "
-                        "validate, models, gpus, version; got '" +
+                        "validate, models, gpus, sources, version; got '" +
                             command + "'"});
 }
 
@@ -732,13 +739,15 @@ std::string full_answer(const std::string& command, const json& request) {
   if (command == "validate") return validate_command(request);
   if (command == "export") return export_command(request);
   if (command == "import") return import_command(request);
+  if (command == "sources") return sources_command(request);
   return unknown_command(command);
 }
 
 // The estimator's build: the full module's other commands refused, naming it. (A function of
-// its own, so that the link leaves export, import and validate out of that build.)
+// its own, so that the link leaves export, import, validate and the presets' sources out of that
+// build.)
 std::string refused_beyond_estimator(const std::string& command, const json&) {
-  if (command == "validate" || command == "export" || command == "import") {
+  if (command == "validate" || command == "export" || command == "import" || command == "sources") {
     return respond_error({"request.invalid_value", "command",
                           "[command] " + command +
                               " is answered by the full module (gpumem_core.wasm, the facade's "

@@ -44,7 +44,7 @@ result<resolved_model> read_model(const json& request) {
     auto preset = find_model_preset(id.get<std::string>(), field);
     if (!preset.ok()) return preset.failure();
     const json& found = preset.value();
-    for (const char* key : {"id", "family", "published_params", "source"}) {
+    for (const char* key : {"id", "family", "published_params"}) {
       identity[key] = ordered_json(found.at(key));
     }
     // Asked for by an alias: named as asked, and which preset's architecture it is.

@@ -59,6 +59,16 @@ ordered_json gpu_presets() {
   return {{"gpus", std::move(gpus)}};
 }
 
+ordered_json preset_sources() {
+  ordered_json models = ordered_json::array();
+  for (const auto& file : embedded_model_sources())
+    models.push_back({{"id", file.name}, {"source", parse_embedded<ordered_json>(file.text)}});
+  ordered_json gpus = ordered_json::array();
+  for (const auto& file : embedded_gpu_sources())
+    gpus.push_back({{"id", file.name}, {"sources", parse_embedded<ordered_json>(file.text)}});
+  return {{"models", std::move(models)}, {"gpus", std::move(gpus)}};
+}
+
 json find_gpu_preset(const std::string& id) {
   for (const auto& file : embedded_gpu_presets()) {
     if (id == file.name) return parse_embedded<json>(file.text);

@@ -157,6 +157,33 @@ TEST_CASE("gpus returns the preset table") {
   json r = call({{"api_version", 1}, {"command", "gpus"}});
   REQUIRE(r.at("ok") == true);
   CHECK(r.at("result").at("gpus").size() >= 20);
+  for (const auto& g : r.at("result").at("gpus")) CHECK_FALSE(g.contains("sources"));
+}
+
+TEST_CASE("sources: where every preset's config.json and every GPU's figures come from") {
+  json r = call({{"api_version", 1}, {"command", "sources"}});
+  REQUIRE(r.at("ok") == true);
+  const json& models = r.at("result").at("models");
+  CHECK(models.size() == test::read_presets().size());
+  for (const auto& m : models) {
+    CAPTURE(m.at("id"));
+    REQUIRE(m.at("source").is_array());
+    CHECK(m.at("source").at(0).get<std::string>().size() > 10);
+  }
+  const json gpus = call({{"api_version", 1}, {"command", "gpus"}}).at("result").at("gpus");
+  REQUIRE(r.at("result").at("gpus").size() == gpus.size());
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const json& sourced = r.at("result").at("gpus").at(i);
+    CHECK(sourced.at("id") == gpus.at(i).at("id"));
+    for (const char* figure : {"memory_bytes", "flops", "memory_bandwidth", "link"})
+      CHECK(sourced.at("sources").at(figure).get<std::string>().size() > 10);
+  }
+  // The estimates name the preset; its provenance is this command's.
+  const json params = call(params_request("meta-llama/Llama-2-7b-hf")).at("result").at("model");
+  CHECK(params.at("id") == "meta-llama/Llama-2-7b-hf");
+  CHECK_FALSE(params.contains("source"));
+  check_error(call({{"api_version", 1}, {"command", "sources"}, {"model", "gpt2"}}),
+              "request.unknown_field", "model");
 }
 
 TEST_CASE("malformed JSON says where") {

@@ -28,17 +28,25 @@ embedded_files embedded_gpu_presets();  // one entry per GPU of presets/gpus.jso
 // A preset's aliases (other Hub ids with the same architecture): name = the alias, text = the
 // preset's file name.
 embedded_files embedded_model_aliases();
+// Where each preset's config.json and each GPU's figures come from (name = the id, text = the
+// preset's `source` array or the GPU's `sources` object): kept apart from the presets, which the
+// estimates read, since only the `sources` command reads them.
+embedded_files embedded_model_sources();
+embedded_files embedded_gpu_sources();
 
 // A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf) or by one of its aliases
 // (meta-llama/Llama-2-7b-chat-hf): the preset file's object with `id`, `family`, `config`,
-// `published_params`, `source`, `aliases`.
+// `published_params`, `aliases` (its `source` is preset_sources').
 result<nlohmann::ordered_json> find_model_preset(const std::string& id, const std::string& field);
 
 // Every model preset, in file-name order.
 nlohmann::ordered_json all_model_presets();
 
-// presets/gpus.json as an object with `gpus`.
+// presets/gpus.json as an object with `gpus` (each without its `sources`: preset_sources').
 nlohmann::ordered_json gpu_presets();
+
+// Where the presets come from: {"models": [{"id", "source"}], "gpus": [{"id", "sources"}]}.
+nlohmann::ordered_json preset_sources();
 
 // One GPU preset by id; a discarded value when there is none.
 nlohmann::ordered_json find_gpu_preset(const std::string& id);
