@@ -3,8 +3,10 @@
 // - calculator.js: the page (web/src/boot.mjs and what it imports) bundled by esbuild as one
 //   classic script, so that the same files run from a static server and from file://, where
 //   browsers refuse ES modules (toolchain.md Q12);
-// - core.js: the wasm loader, the facade and the worker's handler (web/src/core_worker.mjs) as one
-//   classic script, which the page runs in a Web Worker (or, from file://, on the page);
+// - core.js: the estimator's wasm loader, the facade and the worker's handler
+//   (web/src/core_worker.mjs) as one classic script, which the page runs in a Web Worker (or, from
+//   file://, on the page); core_full.js: the full module's loader, which core.js loads the first
+//   time a command needs the full module (the first visit does not download it);
 // - wasm-inline.js: the .wasm as base64, loaded only from file://, where fetch() cannot read it;
 // - methodology.html and llmem.html: docs/methodology.md and docs/llmem.md rendered by marked, each
 //   heading with an anchor (the page links every component to its explanation);
@@ -29,18 +31,67 @@ for (const file of ['gpumem.mjs', 'gpumem_core.mjs', 'gpumem_core.wasm', 'gpumem
 // Browsers of the last three years (module workers aside: the worker is a classic script).
 const common = { bundle: true, format: 'iife', minify: true, target: ['chrome100', 'firefox100', 'safari15'], logLevel: 'warning' };
 await build({ ...common, entryPoints: [`${root}web/src/boot.mjs`], outfile: `${dist}calculator.js` });
+// The loaders find their .wasm beside the script that runs them; Node's file reading is never
+// bundled.
+const coreScript = { ...common, define: { 'import.meta.url': 'self.location.href' }, external: ['node:*'] };
+// In core.js the facade's import of the full module's loader is a stand-in that loads
+// core_full.js the first time it is called: importScripts in the worker, a script element on a
+// page (file://), both beside core.js.
+const fullCoreLater = {
+  name: 'full-core-later',
+  setup(b) {
+    b.onResolve({ filter: /gpumem_core\.mjs$/ }, () => ({ path: 'full-core-later', namespace: 'gpumem' }));
+    b.onLoad({ filter: /.*/, namespace: 'gpumem' }, () => ({
+      contents: `export default async function createGpumemCore(options) {
+  if (!self.gpumemFullCore) {
+    if (typeof importScripts === 'function') {
+      importScripts('core_full.js');
+    } else {
+      await new Promise((resolve, reject) => {
+        const script = document.createElement('script');
+        script.src = 'core_full.js';
+        script.onload = resolve;
+        script.onerror = () => reject(new Error('core_full.js could not be loaded'));
+        document.head.append(script);
+      });
+    }
+  }
+  return self.gpumemFullCore(options);
+}`,
+    }));
+  },
+};
 await build({
-  ...common,
+  ...coreScript,
   stdin: {
     contents: `import { loadGpumem } from './gpumem.mjs';\nimport { serveCore } from ${JSON.stringify(`${root}web/src/core_worker.mjs`)};\nserveCore(loadGpumem);\n`,
     resolveDir: wasmDir,
     sourcefile: 'core.js',
   },
-  // The loader finds its .wasm beside the script that runs it; Node's file reading is never bundled.
-  define: { 'import.meta.url': 'self.location.href' },
-  external: ['node:*'],
+  plugins: [fullCoreLater],
   outfile: `${dist}core.js`,
 });
+await build({
+  ...coreScript,
+  stdin: { contents: "import createGpumemCore from './gpumem_core.mjs';\nself.gpumemFullCore = createGpumemCore;\n", resolveDir: wasmDir, sourcefile: 'core_full.js' },
+  outfile: `${dist}core_full.js`,
+});
+// The page's parts that run on a click, classic scripts loaded the first time (web/src/launch.mjs):
+// the reader of a pasted launch file and the Hub's config.json fetch.
+for (const [file, module, names, global] of [
+  ['launch_import.js', 'launch_import.mjs', 'readPasted', 'gpumemLaunchImport'],
+  ['hub.js', 'hub.mjs', 'hubConfig', 'gpumemHub'],
+]) {
+  await build({
+    ...common,
+    stdin: {
+      contents: `import { ${names} } from ${JSON.stringify(`${root}web/src/${module}`)};\nglobalThis.${global} = { ${names} };\n`,
+      resolveDir: root,
+      sourcefile: file,
+    },
+    outfile: `${dist}${file}`,
+  });
+}
 // npm's yaml for the page's launch files, a classic script loaded only when one is shown
 // (web/src/launch.mjs).
 await build({

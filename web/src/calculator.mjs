@@ -10,9 +10,7 @@ import { escapeHtml, grouped, messageText } from './format.mjs';
 import { FIELD_LABELS, FORM_UNITS, formFieldOf } from './labels.mjs';
 import { modelPicker } from './model_picker.mjs';
 import { MAX_CONFIG_CODE, decodeConfig, encodeConfig } from './share.mjs';
-import { hubConfig } from './hub.mjs';
-import { launchHtml, showLaunch, yaml } from './launch.mjs';
-import { readPasted as readLaunchFile } from './launch_import.mjs';
+import { hubReader, launchHtml, launchReader, showLaunch, yaml } from './launch.mjs';
 import {
   candidateRequest, isEncoderDecoder, isLlmem, isServing, pricesOf, requestFor, servingSolves, withPrice, withTimeline,
 } from './state.mjs';
@@ -82,7 +80,7 @@ export function mountCalculator(root, { client, state, compact = false, onChange
   async function fetchFromHub(id) {
     status(`Fetching ${escapeHtml(id)}'s config.json from huggingface.co…`, 'busy');
     try {
-      const config = await hubConfig(id);
+      const config = await (await hubReader()).hubConfig(id);
       const text = JSON.stringify(config, null, 2);
       $('#gm-config').value = text;
       await readPasted(text, id);
@@ -333,10 +331,13 @@ export function mountCalculator(root, { client, state, compact = false, onChange
       return;
     }
     if (event.target.closest?.('[data-launch-read]')) {
-      readLaunchFile(client, request(), $('#gm-launch-paste').value, $('.launch-import-out'), (next) => {
-        adopt(next);
-        changed({ immediate: true });
-      }, yaml);
+      const [asked, text, out] = [request(), $('#gm-launch-paste').value, $('.launch-import-out')];
+      launchReader()
+        .then(({ readPasted }) => readPasted(client, asked, text, out, (next) => {
+          adopt(next);
+          changed({ immediate: true });
+        }, yaml))
+        .catch((error) => { out.textContent = messageText(error.message ?? error); });
       return;
     }
     const launch = event.target.closest?.('[data-launch]');

@@ -3,7 +3,6 @@
 // yaml (YAML 1.1, as PyYAML reads accelerate's config), loaded only when one is first shown
 // (yaml.js). Nothing here decides a value: the core does.
 import { escapeHtml, messageText } from './format.mjs';
-import { importHtml } from './launch_import.mjs';
 import { copyText } from './clipboard.mjs';
 
 const LABELS = {
@@ -51,20 +50,39 @@ export function launchHtml(view) {
   return `<section class="launch" data-testid="launch"><h2>Launch it</h2>${exported}${importHtml()}</section>`;
 }
 
-let yamlLoading = null;
+// "Check your own": where a launch config is pasted (launch_import.mjs reads it).
+const importHtml = () => `<details class="launch-import" data-testid="launch-import">
+  <summary>Check your own: paste a DeepSpeed, accelerate, axolotl or torchtune config, or a <code>tune run</code>, <code>vllm serve</code> or <code>llama-server</code> line</summary>
+  <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your launch config"></textarea>
+  <p><button type="button" data-launch-read>Read it</button></p>
+  <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
+</details>`;
 
-// npm's yaml, as the classic script yaml.js (scripts/assemble_dist.mjs), loaded once.
-export function yaml() {
-  if (globalThis.gpumemYaml) return Promise.resolve(globalThis.gpumemYaml);
-  yamlLoading ??= new Promise((resolve, reject) => {
-    const script = document.createElement('script');
-    script.src = 'yaml.js';
-    script.onload = () => resolve(globalThis.gpumemYaml);
-    script.onerror = () => { yamlLoading = null; reject(new Error('yaml.js could not be loaded')); };
-    document.head.append(script);
-  });
-  return yamlLoading;
+// Classic scripts of dist/ loaded once, the first time they are needed (scripts/assemble_dist.mjs):
+// each defines one global. (The page's parts that run on a click: not in its first download.)
+const loading = new Map();
+function classicScript(src, global) {
+  if (globalThis[global]) return Promise.resolve(globalThis[global]);
+  if (!loading.has(src)) {
+    loading.set(src, new Promise((resolve, reject) => {
+      const script = document.createElement('script');
+      script.src = src;
+      script.onload = () => resolve(globalThis[global]);
+      script.onerror = () => { loading.delete(src); reject(new Error(`${src} could not be loaded`)); };
+      document.head.append(script);
+    }));
+  }
+  return loading.get(src);
 }
+
+// npm's yaml, as the classic script yaml.js.
+export const yaml = () => classicScript('yaml.js', 'gpumemYaml');
+
+// The reader of a pasted launch file (launch_import.mjs), as the classic script launch_import.js.
+export const launchReader = () => classicScript('launch_import.js', 'gpumemLaunchImport');
+
+// The Hub's config.json fetch (hub.mjs hubConfig), as the classic script hub.js.
+export const hubReader = () => classicScript('hub.js', 'gpumemHub');
 
 async function fileText(file) {
   if (file.syntax !== 'yaml') return file.text;

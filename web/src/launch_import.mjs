@@ -1,15 +1,9 @@
 // "Check your own": a DeepSpeed config or a `vllm serve` line pasted on the page, read by the
 // core's import (docs/api.md) under what the file cannot say (the model, the GPU, the sequence,
 // the fine-tuning kind, the requests' lengths: the form's), estimated, and offered to the form.
-// Nothing here reads a key itself: the core does.
+// Nothing here reads a key itself: the core does. Bundled as the classic script launch_import.js
+// (scripts/assemble_dist.mjs), loaded the first time a file is read (launch.mjs launchReader).
 import { escapeHtml, grouped, messageText } from './format.mjs';
-
-export const importHtml = () => `<details class="launch-import" data-testid="launch-import">
-  <summary>Check your own: paste a DeepSpeed, accelerate, axolotl or torchtune config, or a <code>tune run</code>, <code>vllm serve</code> or <code>llama-server</code> line</summary>
-  <textarea id="gm-launch-paste" rows="6" spellcheck="false" aria-label="Your launch config"></textarea>
-  <p><button type="button" data-launch-read>Read it</button></p>
-  <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
-</details>`;
 
 const isMapping = (tree) => tree && typeof tree === 'object' && !Array.isArray(tree);
 
