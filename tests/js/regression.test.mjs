@@ -42,7 +42,7 @@ test('the estimator\'s build answers its commands byte for byte as the full modu
   assert.deepEqual(changed, []);
   for (const command of FULL_ONLY) {
     const refused = estimator.respond({ command });
-    assert.equal(refused.error.code, 'request.invalid_value');
+    assert.equal(refused.error.code, 'request.full_module');
     assert.equal(refused.error.field, 'command');
     assert.match(refused.error.message, /full module/);
   }

@@ -15,11 +15,13 @@ export function serveCore(loadGpumem) {
       const estimator = await ready;
       const answers = [];
       for (const request of requests) {
-        if (FULL_ONLY.has(commandOf(request))) {
+        const answer = estimator.respond(request);
+        // The estimator's build refuses what only the full module answers, saying so by its code.
+        if (answer.ok === false && answer.error?.code === 'request.full_module') {
           full ??= loadGpumem({ locateFile: options.locateFile });
           answers.push((await full).respond(request));
         } else {
-          answers.push(estimator.respond(request));
+          answers.push(answer);
         }
       }
       return answers;
@@ -45,17 +47,5 @@ export function serveCore(loadGpumem) {
   } else {
     // file://: the full module, from wasm-inline.js.
     globalThis.gpumemCoreServer = (wasmBinary) => server({ wasmBinary, locateFile });
-  }
-}
-
-// The commands only the full module answers (handle_estimator_request refuses them).
-const FULL_ONLY = new Set(['export', 'import', 'validate', 'sources']);
-
-function commandOf(request) {
-  if (typeof request !== 'string') return request?.command;
-  try {
-    return JSON.parse(request)?.command;
-  } catch {
-    return undefined;  // the core says what is wrong with it
   }
 }

@@ -748,7 +748,7 @@ std::string full_answer(const std::string& command, const json& request) {
 // build.)
 std::string refused_beyond_estimator(const std::string& command, const json&) {
   if (command == "validate" || command == "export" || command == "import" || command == "sources") {
-    return respond_error({"request.invalid_value", "command",
+    return respond_error({"request.full_module", "command",
                           "[command] " + command +
                               " is answered by the full module (gpumem_core.wasm, the facade's "
                               "default), not the estimator's"});
