@@ -73,6 +73,7 @@ std::optional<error> checkpoint_weights(const json& workload, const model_spec& 
   c.weights.format = *format;
   c.unquantized_modules = q.unconverted;
   if (q.group_size > 0 && !workload.contains("group_size")) c.weights.group_size = q.group_size;
+  c.weights.act_order = q.act_order;
   if (q.fp8_per_tensor && !workload.contains("fp8_scaling"))
     c.weights.fp8 = fp8_scaling::per_tensor;
   return std::nullopt;

@@ -7,8 +7,10 @@
 
 #include "gpumem/model/param_count.hpp"
 #include "inference/generate_release.hpp"
+#include "inference/gptq_buffers.hpp"
 #include "inference/inference_checks.hpp"
 #include "inference/llama_cpp_buffers.hpp"
+#include "model/quantization_config.hpp"
 
 namespace gpumem {
 
@@ -86,34 +88,15 @@ std::uint64_t local_numel(const tensor_spec& t, std::uint64_t tp) {
 
 // Quantised formats replace the blocks' linear layers and experts (transformers'
 // replace_with_bnb_linear, GPTQ/AWQ checkpoints, vLLM's quantised linear methods); embeddings,
-// norms and biases stay in
-// the compute dtype, and so does the LM head (transformers get_keys_to_not_convert), except in
-// litgpt, whose Fabric BitsandbytesPrecision converts every nn.Linear.
-// Whether a tensor's name holds a module pattern of a quantization_config (transformers matches
-// modules_to_not_convert as parts of the module's name; gpt-oss writes "model.layers.*.self_attn":
-// the parts between wildcards, in order).
-bool names_module(const std::string& name, const std::string& pattern) {
-  std::size_t at = 0;
-  std::size_t from = 0;
-  while (from <= pattern.size()) {
-    const std::size_t star = std::min(pattern.find('*', from), pattern.size());
-    const std::string part = pattern.substr(from, star - from);
-    if (!part.empty()) {
-      at = name.find(part, at);
-      if (at == std::string::npos) return false;
-      at += part.size();
-    }
-    from = star + 1;
-  }
-  return true;
-}
-
+// norms and biases stay in the compute dtype, and so does the LM head (transformers
+// get_keys_to_not_convert), except in litgpt, whose Fabric BitsandbytesPrecision converts every
+// nn.Linear.
 bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
   if (is_dense(c.weights.format) || t.is_bias || t.shape.size() < 2) return false;
   if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt;
   if (t.layer < 0) return false;
   for (const auto& module : c.unquantized_modules) {
-    if (names_module(t.name, module)) return false;
+    if (names_quantization_module(t.name, module)) return false;
   }
   // MXFP4 checkpoints (gpt-oss's quantization_config: modules_to_not_convert lists the attention,
   // router, embeddings and LM head) hold only the routed experts in 4 bits.
@@ -562,12 +545,22 @@ void load_weights(const model_spec& spec, const inference_config& config, const 
     tl.allocate(1ULL << 20, cat::cuda_workspace);
   }
   bool tied_head_needed = r.last_stage && !r.first_stage && spec.tied_embeddings;
+  std::uint64_t largest = 0, widest = 0;  // the quantised matrices held (gptq_exllama_buffers)
   for (const auto& t : spec.tensors) {
     const bool tied_copy = tied_head_needed && t.role == tensor_role::token_embedding;
     if (!holds(r, config, t) && !tied_copy) continue;
     const std::uint64_t bytes = stored_bytes(t, spec, config, tp);
     out.weight_bytes += bytes;
     tl.allocate(bytes, cat::weights);
+    if (!quantized_tensor(t, config)) continue;
+    const matrix_dims m = local_matrix(t, split_over(t, config, tp));
+    largest = std::max(largest, m.out * m.in);
+    widest = std::max({widest, m.out, m.in});
+  }
+  if (const auto exllama = gptq_exllama_buffers(config, largest, widest)) {
+    tl.allocate(exllama->dequantised, cat::other);
+    tl.allocate(exllama->reordered, cat::other);
+    out.notes.push_back(exllama->note);
   }
   if (tp > 1) {
     const char* vocab = config.framework == serving_framework::vllm ? ""

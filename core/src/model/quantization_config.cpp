@@ -52,6 +52,25 @@ std::string bitsandbytes(const json& q, checkpoint_quantization& out) {
 
 }  // namespace
 
+// Whether a tensor's name holds a module pattern of a quantization_config (transformers matches
+// modules_to_not_convert as parts of the module's name; gpt-oss writes "model.layers.*.self_attn":
+// the parts between wildcards, in order).
+bool names_quantization_module(const std::string& name, const std::string& pattern) {
+  std::size_t at = 0;
+  std::size_t from = 0;
+  while (from <= pattern.size()) {
+    const std::size_t star = std::min(pattern.find('*', from), pattern.size());
+    const std::string part = pattern.substr(from, star - from);
+    if (!part.empty()) {
+      at = name.find(part, at);
+      if (at == std::string::npos) return false;
+      at += part.size();
+    }
+    from = star + 1;
+  }
+  return true;
+}
+
 // The methods transformers' quantizers save (transformers/utils/quantization_config.py): AWQ
 // (bits, group_size; "w_bit", "q_group_size" in AutoAWQ's own), GPTQ (bits, group_size, -1 for
 // one group per channel), bitsandbytes, FP8 (weight_block_size: per-block scales, read as
@@ -79,6 +98,8 @@ std::optional<error> read_quantization_config(const json& config, const std::str
     out.group_size = whole(q, "group_size", 0);  // -1: one group a channel, read as whole rows
     if (bits == 4) weights = "gptq_4bit";
     if (bits == 8) weights = "int8";  // one byte a weight and its scales, as LLM.int8's
+    out.act_order =
+        q.contains("desc_act") && q.at("desc_act").is_boolean() && q.at("desc_act").get<bool>();
   } else if (out.method == "bitsandbytes") {
     weights = bitsandbytes(q, out);
   } else if (out.method == "fp8" || out.method == "fbgemm_fp8") {

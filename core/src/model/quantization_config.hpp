@@ -16,4 +16,9 @@ namespace gpumem {
 std::optional<error> read_quantization_config(const nlohmann::ordered_json& config,
                                               const std::string& field, model_spec& spec);
 
+// Whether a tensor's name holds a module pattern of a quantization_config's
+// modules_to_not_convert (transformers matches them as parts of the module's name; gpt-oss writes
+// "model.layers.*.self_attn": the parts between wildcards, in order).
+bool names_quantization_module(const std::string& name, const std::string& pattern);
+
 }  // namespace gpumem

@@ -121,6 +121,32 @@ TEST_CASE("workload.software.transformers: generate's release, checked and said"
               "request.invalid_value", "workload.software.transformers");
 }
 
+TEST_CASE("a GPTQ checkpoint's desc_act is read: act-order's exllama buffer") {
+  json config = test::read_presets().at("TheBloke/Llama-2-7B-GPTQ").at("config");
+  const auto served = [&](bool act_order) {
+    config["quantization_config"]["desc_act"] = act_order;
+    const json r = call({{"command", "estimate"},
+                         {"model", {{"config", config}}},
+                         {"cluster", {{"gpu", "rtx-4090"}}},
+                         {"workload",
+                          {{"phase", "inference"},
+                           {"micro_batch", 1},
+                           {"seq_len", 512},
+                           {"new_tokens", 16},
+                           {"software", {{"transformers", "4.40.0"}}}}}});
+    REQUIRE(r.at("ok") == true);
+    return r.at("result");
+  };
+  const json without = served(false);
+  const json with = served(true);
+  CHECK(with.at("peak_bytes").get<std::uint64_t>() >=
+        without.at("peak_bytes").get<std::uint64_t>() + 2048ULL * 11008 * 2);
+  bool said = false;
+  for (const auto& n : with.at("notes"))
+    said = said || n.get<std::string>().find("desc_act") != std::string::npos;
+  CHECK(said);
+}
+
 TEST_CASE("params accepts {preset} and {config} forms alike") {
   const json reference = test::read_presets();
   json by_id = call(params_request({{"preset", "gpt2"}}));

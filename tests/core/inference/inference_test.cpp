@@ -576,5 +576,34 @@ TEST_CASE("transformers before 4.54 copies grouped-query K/V to every head befor
   CHECK(v454.notes.empty());
 }
 
+TEST_CASE("GPTQ under transformers 4.32-4.48: AutoGPTQ's exllama buffers, act-order's too") {
+  // Llama-2-7B's largest quantised matrix is an MLP projection of 4,096 x 11,008.
+  const auto spec = preset("TheBloke/Llama-2-7B-GPTQ");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.weights.format = weight_format::gptq_4bit;
+  c.weights.dense_bytes = 2;
+  c.batch = 1;
+  c.prompt_tokens = 512;
+  c.new_tokens = 16;
+  const auto loaded = [&](const char* release) {
+    const auto e = generated_by(spec.value(), c, release);
+    return e.peak.by_category[static_cast<std::size_t>(memory_category::other)];
+  };
+  const std::uint64_t dequantised = 4096ULL * 11008 * 2;
+  CHECK(loaded("4.40.0") == dequantised + 512);  // temp_state [1, 1] takes a 512-byte block
+  CHECK(loaded("4.31.0") == 0);                  // before transformers read GPTQ checkpoints
+  CHECK(loaded("4.49.0") == 0);                  // GPTQModel's kernels since
+  c.weights.act_order = true;                    // desc_act: 2,048 rows of the widest side
+  // (its segment, rounded to 2 MiB, leaves 1 MiB unsplit: the allocator's block keeps it)
+  const std::uint64_t reordered = 2048ULL * 11008 * 2;
+  CHECK(loaded("4.40.0") >= dequantised + reordered);
+  CHECK(loaded("4.40.0") <= dequantised + reordered + (2ULL << 20));
+  const auto e = generated_by(spec.value(), c, "4.40.0");
+  bool said = false;
+  for (const auto& note : e.notes) said = said || note.find("exllama") != std::string::npos;
+  CHECK(said);
+}
+
 }  // namespace
 }  // namespace gpumem

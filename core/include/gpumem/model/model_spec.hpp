@@ -151,6 +151,7 @@ struct checkpoint_quantization {
   std::string weights;
   std::uint64_t group_size = 0;
   bool fp8_per_tensor = false;
+  bool act_order = false;  // GPTQ's desc_act: the input features reordered by g_idx
   std::vector<std::string> unconverted;
 };
 

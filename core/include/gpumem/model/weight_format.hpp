@@ -41,6 +41,7 @@ struct weight_storage {
   fp8_scaling fp8 = fp8_scaling::per_channel;
   std::uint64_t group_size = 128;  // GPTQ / AWQ quantisation group along the input features
   std::uint64_t dense_bytes = 2;   // what stays unquantised is stored in the compute dtype
+  bool act_order = false;          // GPTQ's desc_act (the checkpoint's quantization_config)
 };
 
 // The format's name in requests ("bf16", "nf4_double_quant", "gguf_q4_k_m", ...), if it is one.
