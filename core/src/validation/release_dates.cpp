@@ -71,6 +71,9 @@ constexpr release_table table_of(const release_day (&rows)[n], unsigned known_un
   return {rows, n, known_until};
 }
 
+// Each table's reach: torch's and transformers' rows end with the releases of October 2025 (2.9,
+// 4.57), after which this table was written without the later ones; PEFT's and bitsandbytes'
+// come from their repositories' tags as fetched in November 2026.
 release_table table_for(dated_library library) {
   switch (library) {
     case dated_library::torch:
@@ -117,8 +120,10 @@ std::optional<library_release> release_current_at(dated_library library, const s
   return current;
 }
 
-std::string current_at(const std::string& date) {
-  return date.size() == 4 ? "in mid-" + date : "at " + date;
+std::string dated_reading(const char* library, const library_release& release,
+                          const std::string& date) {
+  return std::string("; ") + library + " release not stated: read as " + release_name(release) +
+         ", current " + (date.size() == 4 ? "in mid-" + date : "at " + date);
 }
 
 }  // namespace gpumem

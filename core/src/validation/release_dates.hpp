@@ -18,7 +18,9 @@ enum class dated_library { torch, transformers, peft, bitsandbytes };
 // tabulated release, or comes after the months the table covers (today's behaviours stand).
 std::optional<library_release> release_current_at(dated_library library, const std::string& date);
 
-// How a note names the moment a release was current at: "at 2023-08", "in mid-2024".
-std::string current_at(const std::string& date);
+// What a point's note says of a release read from its date: "; torch release not stated: read as
+// 2.3, current at 2024-05" ("in mid-2024" for a year alone).
+std::string dated_reading(const char* library, const library_release& release,
+                          const std::string& date);
 
 }  // namespace gpumem

@@ -308,8 +308,7 @@ void read_software(const json& w, const std::string& framework, training_config&
                         std::optional<library_release> dated) {
     if (slot || !dated) return;
     slot = dated;
-    defaults_note += std::string("; ") + name + " release not stated: read as " +
-                     release_name(*dated) + ", current " + current_at(date);
+    defaults_note += dated_reading(name, *dated, date);
   };
   const framework_traits& traits = framework_of(config);
   const auto torch = release_current_at(dated_library::torch, date);
@@ -335,9 +334,9 @@ void read_software(const json& w, const std::string& framework, training_config&
   if (four_bit && traits.bitsandbytes_4bit) {
     take("bitsandbytes", config.software.bitsandbytes,
          release_current_at(dated_library::bitsandbytes, date));
+    if (!config.software.bitsandbytes)
+      defaults_note += "; bitsandbytes release not stated: read as before 0.45";
   }
-  if (four_bit && traits.bitsandbytes_4bit && !config.software.bitsandbytes)
-    defaults_note += "; bitsandbytes release not stated: read as before 0.45";
 }
 
 // The stored weights, the compute precision and the optimizer states' dtype.
@@ -600,10 +599,8 @@ std::string inference_config_for(const json& p, inference_config& config,
     const std::string date = software.is_object() ? text_or(software, "date", "") : "";
     if (!config.transformers) {
       config.transformers = release_current_at(dated_library::transformers, date);
-      if (config.transformers) {
-        defaults_note += "; transformers release not stated: read as " +
-                         release_name(*config.transformers) + ", current " + current_at(date);
-      }
+      if (config.transformers)
+        defaults_note += dated_reading("transformers", *config.transformers, date);
     }
     if (!config.transformers) {
       defaults_note += "; transformers release not stated: today's generate";

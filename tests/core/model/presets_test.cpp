@@ -34,29 +34,24 @@ TEST_CASE("every preset answers the same from its embedded copy as from its conf
         test::call({{"command", "params"}, {"model", {{"config", file.at("config")}}}});
     REQUIRE(by_id.at("ok") == true);
     CHECK(without_identity(by_id) == without_identity(by_file));
-    // Serving and training estimates, whether they answer or refuse.
-    for (const json& workload :
-         {json{{"phase", "inference"}, {"micro_batch", 1}, {"seq_len", 64}, {"new_tokens", 8}},
-          json{{"finetune", "lora"}, {"micro_batch", 1}, {"seq_len", 64}}}) {
-      const auto estimate = [&](const json& model) {
-        return test::call({{"command", "estimate"},
-                           {"model", model},
-                           {"cluster", {{"gpu", "h200"}, {"gpus", 8}}},
-                           {"parallel", {{"method", "zero3"}}},
-                           {"workload", workload}});
+    // A serving estimate (tensor parallelism by default) and a ZeRO-3 training one, whether
+    // they answer or refuse.
+    for (const auto& [workload, parallel] :
+         {std::pair{
+              json{{"phase", "inference"}, {"micro_batch", 1}, {"seq_len", 64}, {"new_tokens", 8}},
+              json::object()},
+          std::pair{json{{"finetune", "lora"}, {"micro_batch", 1}, {"seq_len", 64}},
+                    json{{"method", "zero3"}}}}) {
+      const auto estimate = [&, &workload = workload, &parallel = parallel](const json& model) {
+        json request = {{"command", "estimate"},
+                        {"model", model},
+                        {"cluster", {{"gpu", "h200"}, {"gpus", 8}}},
+                        {"workload", workload}};
+        if (!parallel.empty()) request["parallel"] = parallel;
+        return test::call(request);
       };
-      json for_id = estimate(id);
-      json for_file = estimate({{"config", file.at("config")}});
-      if (workload.contains("phase")) {  // (serving takes tensor parallelism, not ZeRO-3)
-        for_id = test::call({{"command", "estimate"},
-                             {"model", id},
-                             {"cluster", {{"gpu", "h200"}, {"gpus", 8}}},
-                             {"workload", workload}});
-        for_file = test::call({{"command", "estimate"},
-                               {"model", {{"config", file.at("config")}}},
-                               {"cluster", {{"gpu", "h200"}, {"gpus", 8}}},
-                               {"workload", workload}});
-      }
+      const json for_id = estimate(id);
+      const json for_file = estimate({{"config", file.at("config")}});
       CAPTURE(workload);
       if (for_id.at("ok") == true) {
         CHECK(without_identity(for_id) == without_identity(for_file));
