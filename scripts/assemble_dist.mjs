@@ -76,7 +76,7 @@ await build({
   stdin: { contents: "import createGpumemCore from './gpumem_core.mjs';\nself.gpumemFullCore = createGpumemCore;\n", resolveDir: wasmDir, sourcefile: 'core_full.js' },
   outfile: `${dist}core_full.js`,
 });
-// The page's parts that run on a click, classic scripts loaded the first time (web/src/launch.mjs):
+// The page's parts that run on a click, classic scripts loaded the first time (web/src/classic_scripts.mjs):
 // the reader of a pasted launch file and the Hub's config.json fetch.
 for (const [file, module, names, global] of [
   ['launch_import.js', 'launch_import.mjs', 'readPasted', 'gpumemLaunchImport'],
@@ -93,7 +93,7 @@ for (const [file, module, names, global] of [
   });
 }
 // npm's yaml for the page's launch files, a classic script loaded only when one is shown
-// (web/src/launch.mjs).
+// (web/src/classic_scripts.mjs).
 await build({
   ...common,
   stdin: { contents: "import { parse, stringify } from 'yaml';\nglobalThis.gpumemYaml = { parse, stringify };\n", resolveDir: root, sourcefile: 'yaml.js' },

@@ -10,7 +10,8 @@ import { escapeHtml, grouped, messageText } from './format.mjs';
 import { FIELD_LABELS, FORM_UNITS, formFieldOf } from './labels.mjs';
 import { modelPicker } from './model_picker.mjs';
 import { MAX_CONFIG_CODE, decodeConfig, encodeConfig } from './share.mjs';
-import { hubReader, launchHtml, launchReader, showLaunch, yaml } from './launch.mjs';
+import { hubReader, launchReader, yaml } from './classic_scripts.mjs';
+import { launchHtml, showLaunch } from './launch.mjs';
 import {
   candidateRequest, isEncoderDecoder, isLlmem, isServing, pricesOf, requestFor, servingSolves, withPrice, withTimeline,
 } from './state.mjs';

@@ -4,6 +4,7 @@
 // (yaml.js). Nothing here decides a value: the core does.
 import { escapeHtml, messageText } from './format.mjs';
 import { copyText } from './clipboard.mjs';
+import { yaml } from './classic_scripts.mjs';
 
 const LABELS = {
   deepspeed: 'DeepSpeed', accelerate: 'accelerate', axolotl: 'axolotl', litgpt: 'litgpt', torchtune: 'torchtune', torchrun: 'torchrun',
@@ -57,32 +58,6 @@ const importHtml = () => `<details class="launch-import" data-testid="launch-imp
   <p><button type="button" data-launch-read>Read it</button></p>
   <div class="launch-import-out" data-testid="launch-import-out" aria-live="polite"></div>
 </details>`;
-
-// Classic scripts of dist/ loaded once, the first time they are needed (scripts/assemble_dist.mjs):
-// each defines one global. (The page's parts that run on a click: not in its first download.)
-const loading = new Map();
-function classicScript(src, global) {
-  if (globalThis[global]) return Promise.resolve(globalThis[global]);
-  if (!loading.has(src)) {
-    loading.set(src, new Promise((resolve, reject) => {
-      const script = document.createElement('script');
-      script.src = src;
-      script.onload = () => resolve(globalThis[global]);
-      script.onerror = () => { loading.delete(src); reject(new Error(`${src} could not be loaded`)); };
-      document.head.append(script);
-    }));
-  }
-  return loading.get(src);
-}
-
-// npm's yaml, as the classic script yaml.js.
-export const yaml = () => classicScript('yaml.js', 'gpumemYaml');
-
-// The reader of a pasted launch file (launch_import.mjs), as the classic script launch_import.js.
-export const launchReader = () => classicScript('launch_import.js', 'gpumemLaunchImport');
-
-// The Hub's config.json fetch (hub.mjs hubConfig), as the classic script hub.js.
-export const hubReader = () => classicScript('hub.js', 'gpumemHub');
 
 async function fileText(file) {
   if (file.syntax !== 'yaml') return file.text;

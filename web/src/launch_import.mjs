@@ -2,7 +2,7 @@
 // core's import (docs/api.md) under what the file cannot say (the model, the GPU, the sequence,
 // the fine-tuning kind, the requests' lengths: the form's), estimated, and offered to the form.
 // Nothing here reads a key itself: the core does. Bundled as the classic script launch_import.js
-// (scripts/assemble_dist.mjs), loaded the first time a file is read (launch.mjs launchReader).
+// (scripts/assemble_dist.mjs), loaded the first time a file is read (classic_scripts.mjs launchReader).
 import { escapeHtml, grouped, messageText } from './format.mjs';
 
 const isMapping = (tree) => tree && typeof tree === 'object' && !Array.isArray(tree);
