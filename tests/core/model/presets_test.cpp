@@ -36,18 +36,19 @@ TEST_CASE("every preset answers the same from its embedded copy as from its conf
     CHECK(without_identity(by_id) == without_identity(by_file));
     // A serving estimate (tensor parallelism by default) and a ZeRO-3 training one, whether
     // they answer or refuse.
-    for (const auto& [workload, parallel] :
+    for (const auto& asked :
          {std::pair{
               json{{"phase", "inference"}, {"micro_batch", 1}, {"seq_len", 64}, {"new_tokens", 8}},
               json::object()},
           std::pair{json{{"finetune", "lora"}, {"micro_batch", 1}, {"seq_len", 64}},
                     json{{"method", "zero3"}}}}) {
-      const auto estimate = [&, &workload = workload, &parallel = parallel](const json& model) {
+      const json& workload = asked.first;
+      const auto estimate = [&](const json& model) {
         json request = {{"command", "estimate"},
                         {"model", model},
                         {"cluster", {{"gpu", "h200"}, {"gpus", 8}}},
                         {"workload", workload}};
-        if (!parallel.empty()) request["parallel"] = parallel;
+        if (!asked.second.empty()) request["parallel"] = asked.second;
         return test::call(request);
       };
       const json for_id = estimate(id);
