@@ -55,7 +55,7 @@ Usage:
                     [--torch-version V --bitsandbytes-version V --peft-version V
                      --transformers-version V: the releases where one changed what a step keeps
                      (torch < 2.0, bitsandbytes >= 0.45, peft < 0.12, transformers < 4.54 copies
-                     grouped-query K/V for SDPA)]
+                     grouped-query K/V for SDPA, < 4.49 copies the logits shifted)]
                     [--framework transformers|litgpt|torchtune|unsloth|torchtitan]
                     [--metric allocated|reserved|device_used]
                     [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|

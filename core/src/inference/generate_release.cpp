@@ -23,30 +23,16 @@
 
 namespace gpumem {
 
-namespace {
-
-// The families whose forward upcast their logits as Llama's did (transformers 4.31-4.45
-// modeling_llama.py, modeling_mistral.py, modeling_mixtral.py, modeling_qwen2.py,
-// modeling_qwen2_moe.py, modeling_gemma.py, modeling_phi3.py), and which took
-// num_logits_to_keep in 4.45.
-bool llama_code(const model_spec& spec) {
-  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3"}) {
-    if (spec.model_type == type) return true;
-  }
-  return false;
-}
-
-}  // namespace
-
 bool transformers_eager_by_default(const library_release& release) { return release.before(4, 36); }
 
 generate_release generate_release_of(const model_spec& spec, const inference_config& config) {
   generate_release out;
   if (config.framework != serving_framework::transformers || !config.transformers) return out;
   const library_release& r = *config.transformers;
-  const bool llama = llama_code(spec);
+  // (Llama's code also took num_logits_to_keep in 4.45.)
+  const bool llama = transformers_llama_code(spec.model_type);
   out.all_prompt_logits = r.before(4, 45) || (!llama && r.before(4, 48));
-  out.logits_upcast = llama && !r.before(4, 31) && r.before(4, 46);
+  out.logits_upcast = transformers_forward_upcasts_logits(spec.model_type, r);
   out.whole_logits_clone = out.all_prompt_logits && !r.before(4, 45) && r.before(4, 47);
   out.outputs_kept = r.before(4, 42);
   out.old_cache_kept = r.before(4, 42);

@@ -45,6 +45,13 @@ std::optional<library_release> parse_library_release(const std::string& text) {
   return library_release{parts[0], parts[1]};
 }
 
+bool transformers_llama_code(const std::string& model_type) {
+  for (const char* type : {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "gemma", "phi3"}) {
+    if (model_type == type) return true;
+  }
+  return false;
+}
+
 std::string release_name(const library_release& release) {
   return std::to_string(release.major_number) + "." + std::to_string(release.minor_number);
 }

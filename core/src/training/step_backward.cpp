@@ -85,14 +85,24 @@ void step_replay::loss_backward() {
     tl.free(grad_logits);
     grad_logits = -1;
   }
+  // Shifted fp32 logits of a 16-bit head (Llama's forward before 4.46, ForCausalLMLoss before
+  // 4.49): the slice's backward fills an fp32 gradient of all positions, which the upcast's
+  // backward then casts.
+  const bool unshift_fp32 = shifted && shift_bytes == 4 && ctx.c != 4;
+  if (unshift_fp32) {
+    const int unshifted = tl.allocate(4 * tv, cat::logits_and_loss);
+    tl.free(grad_logits);
+    grad_logits = unshifted;
+  }
+  const bool unshift_after = shifted && !unshift_fp32;
   // The gradient in the head's dtype: cast back, gathered from the chunks, or (a plain
   // cross-entropy of shifted logits) put into a zeroed tensor of all positions.
-  int grad_c = loss_bytes == ctx.c && chunk_elements == tv && !shifted
+  int grad_c = loss_bytes == ctx.c && chunk_elements == tv && !unshift_after
                    ? -1
                    : tl.allocate(ctx.c * tv, cat::logits_and_loss);
   tl.free(tl.allocate(head_dequantised, cat::activations));  // the head's input gradient
   tl.free(grad_logits);
-  if (shifted && loss_bytes != ctx.c) {
+  if (unshift_after && loss_bytes != ctx.c) {
     // The cast back is of the shifted positions; the slice's backward fills another.
     const int unshifted = tl.allocate(ctx.c * tv, cat::logits_and_loss);
     tl.free(grad_c);

@@ -150,16 +150,23 @@ void step_replay::loss_torchtune() {
 
 // transformers: the logits, their fp32 upcast (ForCausalLMLoss), log-softmax's output. A plain
 // cross-entropy first copies a causal LM's logits shifted by one position (B (s - 1) rows), and
-// casts only under autocast.
+// casts only under autocast; ForCausalLMLoss before 4.49 copies its upcast shifted.
 void step_replay::loss_transformers() {
+  // Llama's forward before 4.46 casts the head's 16-bit output to the fp32 logits it returns.
+  const int head_output = forward_upcast ? tl.allocate(ctx.c * tv, cat::logits_and_loss) : -1;
   const int logits = tl.allocate(logit_bytes * tv, cat::logits_and_loss);
+  tl.free(head_output);
   // model() returns the logits alone: the loop's variable takes them before the loss.
   if (keep_outputs && plain_loss) drop_previous_iteration();
+  const bool upcast_needed = plain_loss ? loss_bytes != logit_bytes : logit_bytes != 4;
+  const int upcast_first =
+      upcast_needed && !plain_loss ? tl.allocate(4 * tv, cat::logits_and_loss) : -1;
   const int shifted_copy =
       shifted
-          ? tl.allocate(logit_bytes * (tv - config.micro_batch * output.cols), cat::logits_and_loss)
+          ? tl.allocate(shift_bytes * (tv - config.micro_batch * output.cols), cat::logits_and_loss)
           : -1;
-  const int upcast = loss_bytes == logit_bytes ? -1 : tl.allocate(4 * tv, cat::logits_and_loss);
+  const int upcast =
+      upcast_needed && plain_loss ? tl.allocate(4 * tv, cat::logits_and_loss) : upcast_first;
   log_softmax = tl.allocate(loss_bytes * tv, cat::logits_and_loss);
   tl.free(upcast);
   tl.free(shifted_copy);

@@ -159,8 +159,9 @@ class step_replay {
   // The decoder's tokens (all of them; the hidden-width tensors' share), which the head reads.
   std::uint64_t t_tokens = 0, th = 0, h = 0, v = 0, e = 0, tv = 0;
   output_shape output;
-  bool plain_loss = false, shifted = false;
-  std::uint64_t logit_bytes = 0, loss_bytes = 0;
+  bool plain_loss = false, shifted = false, forward_upcast = false;
+  bool loss_by_release = false;  // a transformers release before 4.49 set the loss's path
+  std::uint64_t logit_bytes = 0, loss_bytes = 0, shift_bytes = 0;
   // Across passes.
   std::vector<int> states, grads, previous_graph, host_copy_buffers;
   std::vector<std::vector<int>> unsynced;  // by layer + 1

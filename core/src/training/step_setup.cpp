@@ -283,12 +283,31 @@ void step_replay::describe_blocks() {
   // T5ForConditionalGeneration and the Gemma 3 and Llama 4 wrappers take their own
   // (model_spec::loss); T5's labels are already aligned with its logits (the decoder's inputs
   // are the labels shifted right); Gemma 3's upcasts the logits first.
+  // transformers before 4.46 took a causal LM's loss in its forward as a plain cross-entropy,
+  // of fp32 logits in Llama's code from 4.31 (software_stack::loss_in_model_forward,
+  // transformers_forward_upcasts_logits); 4.46 to 4.48's ForCausalLMLoss upcasts, then copies
+  // the logits shifted (software_stack::loss_copies_shifted_logits).
+  const software_stack& software = config.software;
+  const bool causal_lm = fw.model_losses && spec.loss == model_loss::causal_lm && spec.causal &&
+                         !spec.encoder_decoder && config.loss != loss_kind::plain_cross_entropy;
+  forward_upcast = causal_lm && fw.loss == loss_path::upcast_logits && software.transformers &&
+                   transformers_forward_upcasts_logits(spec.model_type, *software.transformers);
+  const bool forward_loss =
+      causal_lm && fw.loss == loss_path::upcast_logits && software.loss_in_model_forward();
   plain_loss = fw.model_losses && (config.loss == loss_kind::plain_cross_entropy ||
-                                   spec.loss != model_loss::causal_lm);
-  shifted = plain_loss && spec.causal && !spec.encoder_decoder;
+                                   spec.loss != model_loss::causal_lm || forward_loss);
+  shifted =
+      (plain_loss && spec.causal && !spec.encoder_decoder) ||
+      (causal_lm && fw.loss == loss_path::upcast_logits && software.loss_copies_shifted_logits());
   logit_bytes =
-      spec.logits_fp32 || (fw.model_losses && spec.loss == model_loss::plain_fp32) ? 4 : ctx.c;
+      spec.logits_fp32 || forward_upcast || (fw.model_losses && spec.loss == model_loss::plain_fp32)
+          ? 4
+          : ctx.c;
   loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
+  // A plain cross-entropy copies the logits as they are; ForCausalLMLoss its fp32 upcast.
+  shift_bytes = plain_loss ? logit_bytes : 4;
+  loss_by_release =
+      causal_lm && fw.loss == loss_path::upcast_logits && software.loss_copies_shifted_logits();
 }
 
 // What a block keeps for its backward: its input under checkpointing, else its saved tensors
@@ -323,6 +342,17 @@ void step_replay::release_notes(const std::vector<std::string>& unmatched_target
                             : keeps +
                                   ", as bitsandbytes before 0.45 does (assumed; "
                                   "workload.software.bitsandbytes 0.45 or later keeps none)");
+  }
+  if (loss_by_release && last_stage) {
+    const std::string release = "transformers " + release_name(*software.transformers) + ": ";
+    out.notes.push_back(
+        software.loss_in_model_forward()
+            ? release + "the model's forward takes the loss, a cross-entropy of its logits" +
+                  (forward_upcast ? " upcast to fp32 (Llama's code from 4.31)" : "") +
+                  " copied shifted by one position (4.46 moved it into ForCausalLMLoss)"
+            : release +
+                  "ForCausalLMLoss copies the fp32 logits shifted by one position (4.49 pads "
+                  "the labels instead)");
   }
   for (const auto& target : unmatched_targets)
     out.notes.push_back(std::string(config.finetune == finetune_kind::ia3 ? "IA3" : "LoRA") +

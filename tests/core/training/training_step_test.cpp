@@ -2751,5 +2751,37 @@ TEST_CASE("transformers before 4.54 (or torch before 2.5): SDPA keeps K/V copied
   CHECK(s.sdpa_repeats_kv());
 }
 
+TEST_CASE("transformers before 4.49 copies the logits shifted; before 4.46 Llama's are fp32") {
+  const auto spec = llama_1b();  // vocabulary 128,256
+  REQUIRE(spec.ok());
+  training_config c = lora_qv();
+  c.compute = compute_precision::pure_bf16;
+  c.micro_batch = 1;
+  c.seq_len = 2048;
+  c.grad_ckpt = true;  // the logits outweigh everything else
+  const double tv = 2048.0 * 128256;
+  const auto logits_at_peak = [&](const char* release, bool keep_outputs) {
+    training_config r = c;
+    if (*release) r.software.transformers = parse_library_release(release);
+    r.keep_outputs = keep_outputs;
+    const auto e = estimate_training_step(spec.value(), r, gpu_spec{});
+    REQUIRE(e.ok());
+    return at_peak(e.value(), memory_category::logits_and_loss);
+  };
+  // Today: the backward's start holds log-softmax's fp32 output and nll's and log-softmax's
+  // fp32 gradients, 12 bytes a logit; a loop keeping its outputs adds the bf16 logits.
+  CHECK(logits_at_peak("", false) == 12 * tv);
+  CHECK(logits_at_peak("4.57.1", false) == 12 * tv);
+  CHECK(logits_at_peak("", true) == 14 * tv);
+  // 4.46-4.48: ForCausalLMLoss holds the bf16 logits, their fp32 upcast, its copy without the
+  // last position and log-softmax's output, 14 bytes a logit as the allocator hands them out:
+  // the copy's segment is rounded up to 2 MiB (4 x 2,048 x 128,256 bytes exactly), and the
+  // bf16 logits' 250.5 x 2 MiB keep the segment's last 1 MiB (only more is split off).
+  CHECK(logits_at_peak("4.47.1", false) == 14 * tv + 1024 * 1024);
+  // 4.31-4.45: the model returns the fp32 upcast, which a kept output holds through backward.
+  CHECK(logits_at_peak("4.40.2", true) == 16 * tv);
+  CHECK(logits_at_peak("4.40.2", false) == 12 * tv);
+}
+
 }  // namespace
 }  // namespace gpumem

@@ -33,6 +33,19 @@ inline bool transformers_repeats_kv_for_sdpa(const library_release& transformers
   return transformers.before(4, 54);
 }
 
+// The families whose transformers code is Llama's (modeling_llama.py and its copies: Mistral,
+// Mixtral, Qwen2, Qwen2-MoE, Gemma, Phi-3), where a release changed the LM head's logits.
+bool transformers_llama_code(const std::string& model_type);
+
+// transformers 4.31 (pull request 24891, Llama 2) to 4.45: the forward of Llama's code ends with
+// `logits = logits.float()`, so the model returns fp32 logits; 4.46 moved the upcast into the
+// loss (pull request 33902).
+inline bool transformers_forward_upcasts_logits(const std::string& model_type,
+                                                const library_release& transformers) {
+  return transformers_llama_code(model_type) && !transformers.before(4, 31) &&
+         transformers.before(4, 46);
+}
+
 struct software_stack {
   std::optional<library_release> torch;
   std::optional<library_release> bitsandbytes;
@@ -66,6 +79,13 @@ struct software_stack {
     return (transformers && transformers_repeats_kv_for_sdpa(*transformers)) ||
            (torch && torch->before(2, 5));
   }
+  // transformers < 4.46: each causal LM's forward takes its own loss, a cross-entropy of its
+  // logits copied shifted by one position (`logits[..., :-1, :].contiguous()`), in the logits'
+  // dtype; 4.46 moved it into ForCausalLMLoss, which upcasts to fp32 first (pull request 33902).
+  bool loss_in_model_forward() const { return transformers && transformers->before(4, 46); }
+  // transformers < 4.49: ForCausalLMLoss still copies the fp32 logits shifted; 4.49 pads the
+  // labels instead (pull request 35646, merged 2025-01-13 after 4.48.0).
+  bool loss_copies_shifted_logits() const { return transformers && transformers->before(4, 49); }
   unsigned nccl_minor() const {
     if (!torch || !torch->before(2, 5)) return 21;
     if (torch->before(2, 1)) return 14;
