@@ -77,10 +77,11 @@ await build({
   outfile: `${dist}core_full.js`,
 });
 // The page's parts that run on a click, classic scripts loaded the first time (web/src/classic_scripts.mjs):
-// the reader of a pasted launch file and the Hub's config.json fetch.
+// the reader of a pasted launch file, the Hub's config.json fetch and the "Which GPU?" table.
 for (const [file, module, names, global] of [
   ['launch_import.js', 'launch_import.mjs', 'readPasted', 'gpumemLaunchImport'],
   ['hub.js', 'hub.mjs', 'hubConfig', 'gpumemHub'],
+  ['compare.js', 'compare_table.mjs', 'compareTable', 'gpumemCompare'],
 ]) {
   await build({
     ...common,

@@ -24,3 +24,6 @@ export const launchReader = () => classicScript('launch_import.js', 'gpumemLaunc
 
 // The Hub's config.json fetch (hub.mjs hubConfig), as the classic script hub.js.
 export const hubReader = () => classicScript('hub.js', 'gpumemHub');
+
+// The "Which GPU?" table (compare_table.mjs compareTable), as the classic script compare.js.
+export const compareReader = () => classicScript('compare.js', 'gpumemCompare');

@@ -1,8 +1,9 @@
-// "Which GPU?": the same workload planned on every GPU preset at 1, 2, 4 and 8 GPUs per node (a
-// serving plan finds the fewest GPUs itself), listed with the verdict, the spare memory, the
-// micro-batch and tokens/s, so that the smallest and the cheapest setup that fits stand out. An
-// optional $ per GPU-hour per GPU turns tokens/s into the cost of a million training tokens. It
-// runs on request, in the core's worker, a GPU at a time; a change to the workload clears it.
+// "Which GPU?" once asked (compare.mjs loads this as the classic script compare.js on the first
+// click): the same workload planned on every GPU preset at 1, 2, 4 and 8 GPUs per node (a serving
+// plan finds the fewest GPUs itself), listed with the verdict, the spare memory, the micro-batch
+// and tokens/s, so that the smallest and the cheapest setup that fits stand out. An optional $ per
+// GPU-hour per GPU turns tokens/s into the cost of a million training tokens. It runs in the
+// core's worker, a GPU at a time; a change to the workload clears it.
 import { count, escapeHtml, money, percent, size } from './format.mjs';
 import { isServing, pricesOf, requestFor } from './state.mjs';
 
@@ -29,7 +30,8 @@ function figures(row, response) {
   };
 }
 
-export function compareSection(section, { client, context, onUse, onPrice }) {
+// The table in `section` (compare.mjs drew its heading and its button).
+export function compareTable(section, { client, context, onUse, onPrice }) {
   let rows = [];
   let generation = 0;
   let progress = '';
@@ -96,11 +98,6 @@ export function compareSection(section, { client, context, onUse, onPrice }) {
     render();
   };
 
-  section.innerHTML = `<h2>Which GPU?</h2>
-    <p class="hint">The same workload planned on every GPU preset at 1, 2, 4 and 8 GPUs per node (serving: the fewest GPUs that serve it).</p>
-    <button type="button" class="compare-run" data-testid="compare-run">Compare every GPU</button>
-    <span class="compare-progress" role="status"></span><div class="compare-body"></div>`;
-  section.querySelector('.compare-run').addEventListener('click', run);
   section.addEventListener('click', (event) => {
     const use = event.target.closest('[data-use]');
     if (use) onUse(use.dataset.use, use.dataset.count);
@@ -125,5 +122,6 @@ export function compareSection(section, { client, context, onUse, onPrice }) {
       render();
     },
     render,
+    run,
   };
 }
