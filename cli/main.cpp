@@ -12,105 +12,20 @@
 #include <vector>
 
 #include "gpumem/api/json_api.hpp"
+#include "print.hpp"
 #include "table.hpp"
+#include "usage.hpp"
 #include "yaml_text.hpp"
 
 namespace {
 
+using gpumem::cli::gib;
+using gpumem::cli::print_components;
+using gpumem::cli::print_kv_cache;
+using gpumem::cli::print_offload;
+using gpumem::cli::verdict_text;
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-constexpr const char* usage = R"(gpumem - GPU memory planner for fine-tuning and serving LLMs
-
-Usage:
-  gpumem models [--json]                       model presets with parameter counts
-  gpumem gpus [--json]                         GPU presets
-  gpumem sources [--json]                      where each preset's config.json and each GPU's
-                                               figures come from
-  gpumem params --model M [--task-head H] [--json]
-                                               parameter counts by module group and block;
-                                               M is a preset id or a path to config.json
-  gpumem estimate --model M --micro-batch B [--seq-len S] [--gpu G] [--json]
-                  detailed (default): [--phase train|forward_backward]
-                    [--finetune full|lora|dora|ia3|prompt_tuning|llama_adapter_v1|
-                                llama_adapter_v2 (litgpt)]
-                    [--lora-r R] [--lora-targets q_proj,v_proj|all-linear (embed_tokens:
-                     LoRA on the token embedding)] [--lora-dropout P (PEFT 0, litgpt 0.05)]
-                    [--modules-to-save embed_tokens,lm_head (PEFT's trained copies)]
-                    [--ia3-targets k_proj,v_proj,down_proj (PEFT IA3's default)]
-                    [--num-virtual-tokens N (prompt tuning)]
-                    [--target-len T (encoder-decoders: the decoder's tokens; default seq-len)]
-                    [--weights bf16|fp16|fp32|int8|nf4|fp4|nf4_double_quant (quantised LoRA base)
-                     [--no-kbit-preparation: without PEFT's prepare_model_for_kbit_training]]
-                    [--compute fp32|amp_bf16|amp_fp16|pure_bf16|...]
-                    [--optimizer adamw|adafactor|sgd|sgd_momentum|none]
-                    [--optimizer-impl foreach|for_loop|fused (torch.optim AdamW)]
-                    [--grad-ckpt | --no-grad-ckpt | --selective-recompute (the attention
-                     core only; torchtitan: its per-op policy); a plan given none of them
-                     chooses checkpointing for each method]
-                    [--grad-accumulation N]
-                    [--attention sdpa|eager]
-                    [--loss model|plain_cross_entropy (the script's own, in the logits' dtype)]
-                    [--keep-outputs: the loop holds each forward's logits until the next]
-                    [--torch-version V --bitsandbytes-version V --peft-version V
-                     --transformers-version V: the releases where one changed what a step keeps
-                     (torch < 2.0, bitsandbytes >= 0.45, peft < 0.12, transformers < 4.54 copies
-                     grouped-query K/V for SDPA, < 4.49 copies the logits shifted)]
-                    [--framework transformers|litgpt|torchtune|unsloth|torchtitan]
-                    [--metric allocated|reserved|device_used]
-                    [--gpus N --method ddp|zero1|zero2|zero3|gemini|fsdp_full_shard|
-                                       fsdp_shard_grad_op|fsdp_hybrid_shard (--gpus-per-node M)|
-                                       tensor_parallel [--sequence-parallel]|
-                                       pipeline [--micro-batches M] [--pp P --tp T
-                                         --dp-method ddp|zero1: 3D, P stages of T GPUs]]
-                    [--tp T: DP+TP, T tensor-parallel GPUs per data-parallel group]
-                    [--cp C [--cp-kind ring|ulysses]: context parallelism under a
-                     data-parallel method, each sequence split over C GPUs]
-                    [--reduce-bucket-size E (zero2, zero3) --prefetch-bucket-size E
-                     --persistence-threshold E (zero3): DeepSpeed's, in elements]
-                    [--offload-optimizer|--offload-params|--offload-gradients|
-                     --offload-activations none|cpu|nvme] [--host-ram-gib R] [--nvme-gib N]
-                  --mode llmem: --gpus N --method single|cdp|adp|tp|dp_tp [--tp T]
-                  inference: --phase inference [--micro-batch sequences] [--seq-len prompt]
-                    [--new-tokens N] [--weights bf16|fp16|fp32|fp8|int8|nf4|fp4|nf4_double_quant|
-                     gptq_4bit|awq_4bit|mxfp4 (gpt-oss's experts)|gguf_q8_0|gguf_q6_k|
-                     gguf_q5_k_m|gguf_q4_k_m|gguf_q3_k_m|gguf_q2_k] [--group-size G] [--fp8-scaling per_tensor|per_channel]
-                    [--framework transformers|litgpt|vllm|llama_cpp]
-                    [--kv-cache dynamic|static|paged] [--kv-dtype bf16|fp16|fp8|int8]
-                    [--kv-tokens T] [--gpu-memory-utilization U]
-                    [--transformers-version V: generate()'s release (before 4.45 every prompt
-                     position's logits, before 4.42 kept into the first decode step)]
-                    [--gpus N --method tensor_parallel|pipeline]
-                    [--solve max_context|max_batch]
-                  training: [--solve max_batch] instead of --micro-batch: the largest that fits
-                  [--headroom F: the fraction of each GPU's memory kept free, default 0.05]
-                                               per-GPU memory, by component
-  gpumem plan --model M --gpus N [--gpu G] [--seq-len S] [--mode llmem] [--json]
-                  [the detailed workload options above; --micro-batch B tries every method at B]
-                  [--global-batch G: sequences per optimizer step; each method's micro-batch
-                   and gradient accumulation make it up]
-                  [--train-tokens N [--price-per-gpu-hour P]: how long, and what it costs]
-                                               the fastest method that fits, and its batch size,
-                                               and the changes that would fit or run faster;
-                                               with --phase inference the fewest GPUs that serve
-  gpumem export --format deepspeed|accelerate|axolotl|litgpt|torchtune|torchrun|
-                         transformers|vllm|llama_cpp
-                  [the estimate options above] [--write DIR] [--json]
-                                               the files and the command that launch the
-                                               estimated setup (printed, or written to DIR)
-  gpumem estimate|export|plan --from FILE [--format deepspeed|accelerate|axolotl|torchtune|vllm|
-                                               llama_cpp]
-                                               read a DeepSpeed config (JSON), an accelerate,
-                                               axolotl or torchtune config (YAML), a `tune run`,
-                                               `vllm serve` or llama-server line into the
-                                               request; options given win over it
-  gpumem validate FILE [--json]                score the estimators on measured points
-                                               (../shared/validation/README.md format)
-  gpumem run --request FILE|-                  answer any API request (docs/api.md)
-
-  G is a GPU preset id (gpumem gpus; default a100-sxm4-80gb). Sizes are in GiB (2^30 bytes).
-  gpumem --version | --help
-)";
 
 constexpr int bad_input = 2;
 
@@ -334,10 +249,6 @@ ordered_json number_option(const std::string& text) {
   return parsed.is_number() ? ordered_json(parsed) : ordered_json(text);
 }
 
-std::string gib(const ordered_json& bytes) {
-  return gpumem::cli::fixed(bytes.get<double>() / (1ULL << 30), 2);
-}
-
 // The parts of estimate and plan requests that come from the same options.
 bool training_request(const arguments& args, ordered_json& request) {
   if (args.options.count("grad-ckpt") + args.options.count("no-grad-ckpt") +
@@ -459,69 +370,6 @@ void add_detailed_options(const arguments& args, ordered_json& request) {
 }
 
 bool inference_phase(const arguments& args) { return option(args, "phase", "") == "inference"; }
-
-void print_components(const ordered_json& rank) {
-  gpumem::cli::table t({"component", "GiB"});
-  for (const auto& [name, bytes] : rank["components"].items()) t.row({name, gib(bytes)});
-  t.row({"peak per GPU", gib(rank["peak_bytes"])});
-  std::cout << t.render();
-}
-
-// The KV cache's size and, for paged caches, its capacity; a solved limit.
-void print_kv_cache(const ordered_json& r) {
-  const auto& kv = r["kv_cache"];
-  std::cout << "KV cache: " << gib(kv["bytes"]) << " GiB, "
-            << gpumem::cli::group_digits(kv["bytes_per_token"].get<std::uint64_t>())
-            << " bytes per token per sequence on the busiest GPU";
-  if (kv.contains("capacity_tokens")) {
-    std::cout << "; room for "
-              << gpumem::cli::group_digits(kv["capacity_tokens"].get<std::uint64_t>())
-              << " tokens = " << kv["concurrent_sequences"] << " sequences of this length at once";
-  }
-  std::cout << "\n";
-  if (r.contains("speed")) {
-    const auto& v = r["speed"];
-    std::cout << "Speed (estimated): prefill "
-              << gpumem::cli::fixed(v["prefill_s"].get<double>() * 1000, 0) << " ms, then about "
-              << gpumem::cli::group_digits(
-                     static_cast<std::uint64_t>(v["decode_tokens_per_s"].get<double>() + 0.5))
-              << " tokens/s in all ("
-              << gpumem::cli::group_digits(
-                     static_cast<std::uint64_t>(v["per_sequence_tokens_per_s"].get<double>() + 0.5))
-              << " per sequence)"
-              << (v["launch_bound"].get<bool>() ? ", bound by kernel launches" : "")
-              << "; the request about " << gpumem::cli::fixed(v["request_s"].get<double>(), 1)
-              << " s\n";
-  }
-  if (r.contains("solution")) {
-    for (const auto& [key, value] : r["solution"].items()) {
-      if (key != "limited_by") std::cout << key << ": " << value;
-    }
-    std::cout << " (limited by " << r["solution"]["limited_by"].get<std::string>() << ")\n";
-  }
-}
-
-// The host RAM and NVMe an offloaded step needs, by component, and its per-step traffic.
-void print_offload(const ordered_json& off) {
-  gpumem::cli::table t({"offloaded", "where", "GiB per GPU"});
-  for (const auto& [name, bytes] : off["host"].items()) t.row({name, "host RAM", gib(bytes)});
-  for (const auto& [name, bytes] : off["nvme"].items()) t.row({name, "NVMe", gib(bytes)});
-  std::cout << "\n"
-            << t.render() << "per node: " << gib(off["host_bytes_per_node"]) << " GiB host RAM"
-            << (off["fits_host_ram"].get<bool>() ? "" : " (over the budget)") << ", "
-            << gib(off["nvme_bytes_per_node"]) << " GiB NVMe"
-            << (off["fits_nvme"].get<bool>() ? "" : " (over the budget)") << "; per step "
-            << gpumem::cli::fixed(off["per_step"]["pcie_s"].get<double>(), 2)
-            << " s of PCIe copies, "
-            << gpumem::cli::fixed(off["per_step"]["nvme_s"].get<double>(), 2) << " s of NVMe, "
-            << gpumem::cli::fixed(off["per_step"]["cpu_optimizer_s"].get<double>(), 2)
-            << " s of CPU optimizer\n";
-}
-
-// A verdict as the tables print it.
-std::string verdict_text(const ordered_json& verdict) {
-  return verdict == "fits" ? "yes" : verdict == "tight" ? "tight" : "no";
-}
 
 // An estimate request from the options (export takes the same).
 bool estimate_request(const arguments& args, ordered_json& request) {
@@ -886,9 +734,10 @@ int run_command(const arguments& args) {
 int main(int argc, char** argv) {
   arguments args;
   std::string problem;
-  if (!parse_arguments(argc, argv, args, problem)) return fail(problem + "\n" + usage);
+  if (!parse_arguments(argc, argv, args, problem))
+    return fail(problem + "\n" + gpumem::cli::usage_text());
   if (args.command.empty() || args.command == "help") {
-    std::cout << usage;
+    std::cout << gpumem::cli::usage_text();
     return args.command.empty() ? bad_input : 0;
   }
   if (args.command == "version") {
@@ -904,5 +753,5 @@ int main(int argc, char** argv) {
   if (args.command == "plan") return plan_command(args);
   if (args.command == "export") return export_command(args);
   if (args.command == "validate") return validate_command(args);
-  return fail("unknown command '" + args.command + "'\n" + usage);
+  return fail("unknown command '" + args.command + "'\n" + gpumem::cli::usage_text());
 }
