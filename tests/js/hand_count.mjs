@@ -273,6 +273,43 @@ function gptOss(c) {
   return c.vocab_size * H + c.num_hidden_layers * (attention + experts + 2 * H) + H + (tied ? 0 : c.vocab_size * H);
 }
 
+// GPT-J (modeling_gptj.py): one LayerNorm per layer (parallel attention and MLP), unbiased
+// q/k/v/out projections, a biased fc_in/fc_out MLP of n_inner (4 x n_embd when unset), a final
+// LayerNorm and an untied LM head with a bias.
+function gptj(c) {
+  const H = c.n_embd;
+  const I = c.n_inner ?? 4 * H;
+  const layer = 2 * H + 4 * linear(H, H) + linear(H, I, true) + linear(I, H, true);
+  return c.vocab_size * H + c.n_layer * layer + 2 * H + linear(H, c.vocab_size, true);
+}
+
+// SigLIP's vision tower (modeling_siglip.py SiglipVisionTransformer, no pooling head): a biased
+// patch convolution, a position embedding per patch, pre-norm layers of biased attention
+// projections and a biased two-matrix MLP, a final LayerNorm. Unset keys take
+// SiglipVisionConfig's defaults.
+function siglipVision(v) {
+  const D = v.hidden_size ?? 768;
+  const I = v.intermediate_size ?? 3072;
+  const L = v.num_hidden_layers ?? 12;
+  const patch = v.patch_size ?? 16;
+  const patches = ((v.image_size ?? 224) / patch) ** 2;
+  const layer = 2 * D + 4 * linear(D, D, true) + 2 * D + linear(D, I, true) + linear(I, D, true);
+  return (v.num_channels ?? 3) * patch * patch * D + D + patches * D + L * layer + 2 * D;
+}
+
+// Gemma 3 with vision (modeling_gemma3.py Gemma3ForConditionalGeneration): the SigLIP tower, the
+// projector (a vision x text matrix and an RMSNorm of the vision width) and the text model,
+// whose unset keys take Gemma3TextConfig's defaults (its file lists only what differs).
+function gemma3(c) {
+  const text = {
+    vocab_size: 262208, hidden_size: 2304, intermediate_size: 9216, num_hidden_layers: 26,
+    num_attention_heads: 8, num_key_value_heads: 4, head_dim: 256, ...c.text_config,
+  };
+  const vision = c.vision_config ?? {};
+  const projector = (vision.hidden_size ?? 768) * text.hidden_size + (vision.hidden_size ?? 768);
+  return llamaLike(text, 'gemma3_text') + siglipVision(vision) + projector;
+}
+
 export function handCount(config) {
   const type = config.model_type;
   switch (type) {
@@ -295,6 +332,8 @@ export function handCount(config) {
     case 'deepseek_v3': return deepseekV3(config);
     case 'glm4_moe': return glm4Moe(config);
     case 'gpt_oss': return gptOss(config);
+    case 'gptj': return gptj(config);
+    case 'gemma3': return gemma3(config);
     default: return null;
   }
 }

@@ -393,7 +393,7 @@ TEST_CASE("group sums add up to the total and blocks cover every block tensor") 
     const auto& g = c.value().groups;
     CHECK(g.token_embedding + g.position_embedding + g.attention + g.mlp + g.router +
               g.routed_experts + g.shared_experts + g.norm + g.projection + g.lm_head +
-              g.task_head ==
+              g.task_head + g.vision ==
           c.value().total);
     std::uint64_t in_blocks = 0;
     std::uint64_t blocks = 0;
