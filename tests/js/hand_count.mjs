@@ -310,6 +310,21 @@ function gemma3(c) {
   return llamaLike(text, 'gemma3_text') + siglipVision(vision) + projector;
 }
 
+// StarCoder2 (modeling_starcoder2.py): grouped-query q/k/v/o and an ungated c_fc/c_proj MLP, all
+// biased unless use_bias is false, two LayerNorms a layer, a final LayerNorm, the head tied
+// unless tie_word_embeddings is false (Starcoder2Config's defaults).
+function starcoder2(c) {
+  const H = c.hidden_size;
+  const heads = c.num_attention_heads;
+  const hd = H / heads;
+  const kv = (c.num_key_value_heads ?? heads) * hd;
+  const bias = c.use_bias ?? true;
+  const layer = 2 * linear(H, H, bias) + 2 * linear(H, kv, bias) + linear(H, c.intermediate_size, bias)
+    + linear(c.intermediate_size, H, bias) + 4 * H;
+  const tied = c.tie_word_embeddings ?? true;
+  return c.vocab_size * H + c.num_hidden_layers * layer + 2 * H + (tied ? 0 : c.vocab_size * H);
+}
+
 export function handCount(config) {
   const type = config.model_type;
   switch (type) {
@@ -334,6 +349,7 @@ export function handCount(config) {
     case 'gpt_oss': return gptOss(config);
     case 'gptj': return gptj(config);
     case 'gemma3': return gemma3(config);
+    case 'starcoder2': return starcoder2(config);
     default: return null;
   }
 }

@@ -446,4 +446,56 @@ void build_phi(config_reader& cfg, model_spec& spec) {
   add_lm_head(add, spec, "lm_head", true);
 }
 
+// StarCoder2 (modeling_starcoder2.py Starcoder2DecoderLayer): Mistral's rotary, grouped-query
+// attention over a sliding window when one is set, with every linear biased by use_bias, two
+// LayerNorms a layer, an ungated MLP (c_fc, gelu_pytorch_tanh, c_proj), residual dropout after
+// each sublayer, a final LayerNorm, the LM head tied by default (Starcoder2Config defaults:
+// use_bias, tie_word_embeddings True, 4096 positions).
+void build_starcoder2(config_reader& cfg, model_spec& spec) {
+  spec.architecture = "Starcoder2ForCausalLM";
+  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
+  spec.embedding_dim = spec.hidden_size;
+  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
+  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
+  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
+  read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
+  spec.max_positions = cfg.optional({"max_position_embeddings"}, 4096, max_positions);
+  spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
+  spec.activation = cfg.text("hidden_act", "gelu_pytorch_tanh");
+  spec.attention_dropout = cfg.fraction({"attention_dropout"});
+  spec.hidden_dropout = cfg.fraction({"residual_dropout"});
+  if (cfg.fraction({"embedding_dropout"}) > 0) spec.embedding_dropout_features = spec.hidden_size;
+  spec.eager_softmax_fp32 = true;  // eager_attention_forward: softmax(dtype=torch.float32)
+  spec.transformers_repeat_kv = spec.num_kv_heads < spec.num_heads;  // repeat_kv, as Llama's
+  const bool bias = cfg.flag("use_bias", true);
+  const auto window = cfg.optional({"sliding_window"}, 0, max_positions, 0);
+  add_uniform_layers(spec, stack_kind::decoder, layers);
+  for (auto& layer : spec.layers) {
+    if (window == 0) continue;
+    layer.attention = attention_pattern::sliding;
+    layer.sliding_window_tokens = window;
+  }
+
+  const auto h = spec.hidden_size;
+  const auto q = spec.num_heads * spec.head_dim;
+  const auto kv = spec.num_kv_heads * spec.head_dim;
+  tensor_builder add(spec);
+  add.scope("model.");
+  add.embedding("embed_tokens", spec.vocab_size, h, tensor_role::token_embedding);
+  for (std::uint64_t i = 0; i < layers; ++i) {
+    add.scope(block("model.layers.", i), static_cast<int>(i));
+    add.linear("self_attn.q_proj", h, q, bias, attn);
+    add.linear("self_attn.k_proj", h, kv, bias, attn);
+    add.linear("self_attn.v_proj", h, kv, bias, attn);
+    add.linear("self_attn.o_proj", q, h, bias, attn);
+    add.linear("mlp.c_fc", h, spec.intermediate_size, bias, mlp);
+    add.linear("mlp.c_proj", spec.intermediate_size, h, bias, mlp);
+    add.layer_norm("input_layernorm", h);
+    add.layer_norm("post_attention_layernorm", h);
+  }
+  add.scope("model.");
+  add.layer_norm("norm", h);
+  add_lm_head(add, spec, "lm_head", false);
+}
+
 }  // namespace gpumem

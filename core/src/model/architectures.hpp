@@ -24,6 +24,7 @@ void build_gpt_neox(config_reader& cfg, model_spec& spec);
 void build_bloom(config_reader& cfg, model_spec& spec);
 void build_falcon(config_reader& cfg, model_spec& spec);
 void build_phi(config_reader& cfg, model_spec& spec);
+void build_starcoder2(config_reader& cfg, model_spec& spec);
 
 // Llama-like decoders: RMSNorm, gated MLP, GQA, MoE and MLA variants (arch_llama.cpp).
 void build_llama_like(config_reader& cfg, model_spec& spec);

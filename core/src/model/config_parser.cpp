@@ -35,6 +35,7 @@ constexpr family families[] = {
     {"gemma", build_llama_like},
     {"gemma2", build_llama_like},
     {"phi", build_phi},
+    {"starcoder2", build_starcoder2},
     {"phi3", build_llama_like},
     {"falcon", build_falcon},
     {"deepseek_v3", build_llama_like},

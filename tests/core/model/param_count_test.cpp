@@ -150,6 +150,34 @@ TEST_CASE("CodeGen without tie_word_embeddings keeps its own LM head (CodeGenCon
   CHECK(count_params(untied.value()).value().total == 356712448ULL);  // the preset's count
 }
 
+TEST_CASE("StarCoder2 by hand: biased grouped-query projections, an ungated MLP, LayerNorms") {
+  // bigcode/starcoder2-3b's dimensions (3.03B parameters on its Hub page): 30 layers of
+  // 3072, 24 query heads and 2 K/V heads of 128, MLP 12288, vocabulary 49152, head tied.
+  json config = {
+      {"model_type", "starcoder2"}, {"hidden_size", 3072},      {"num_hidden_layers", 30},
+      {"num_attention_heads", 24},  {"num_key_value_heads", 2}, {"intermediate_size", 12288},
+      {"vocab_size", 49152},        {"sliding_window", 4096},   {"max_position_embeddings", 16384}};
+  auto spec = parse_model_config(config, {}, "c");
+  REQUIRE(spec.ok());
+  CHECK(spec.value().tied_embeddings);  // Starcoder2Config's default
+  CHECK(spec.value().layers[7].attention == attention_pattern::sliding);
+  CHECK(spec.value().layers[7].sliding_window_tokens == 4096);
+  const std::uint64_t h = 3072, kv = 2 * 128, mlp = 12288;
+  const std::uint64_t attention = 2 * (h * h + h) + 2 * (h * kv + kv);
+  const std::uint64_t feed_forward = (h * mlp + mlp) + (mlp * h + h);
+  const std::uint64_t layer = attention + feed_forward + 2 * 2 * h;
+  const auto c = count_params(spec.value());
+  REQUIRE(c.ok());
+  CHECK(c.value().total == 49152 * h + 30 * layer + 2 * h);
+  CHECK(c.value().total == 3030371328ULL);
+  // use_bias false drops every linear's bias.
+  config["use_bias"] = false;
+  auto unbiased = parse_model_config(config, {}, "c");
+  REQUIRE(unbiased.ok());
+  CHECK(count_params(unbiased.value()).value().total ==
+        3030371328ULL - 30 * (2 * h + 2 * kv + mlp + h));
+}
+
 TEST_CASE("gpt-oss-20b, by hand and by its model card: sinks, biased experts, sliding layers") {
   auto spec = parse_model_config(test::read_json("tests/configs/gpt-oss-20b.json"), {}, "c");
   REQUIRE(spec.ok());
