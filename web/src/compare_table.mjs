@@ -121,7 +121,6 @@ export function compareTable(section, { client, context, onUse, onPrice }) {
       progress = '';
       render();
     },
-    render,
     run,
   };
 }

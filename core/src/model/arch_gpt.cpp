@@ -30,6 +30,18 @@ void fairseq_block(tensor_builder& add, const model_spec& spec, bool bias, bool 
   if (affine_norms) add.layer_norm("final_layer_norm", h);
 }
 
+// Separate q, k, v and output projections over grouped-query heads (Phi's and StarCoder2's
+// attention), each biased when `bias`.
+void qkv_out(tensor_builder& add, const model_spec& spec, bool bias, const char* out) {
+  const auto h = spec.hidden_size;
+  const auto q = spec.num_heads * spec.head_dim;
+  const auto kv = spec.num_kv_heads * spec.head_dim;
+  add.linear("self_attn.q_proj", h, q, bias, attn);
+  add.linear("self_attn.k_proj", h, kv, bias, attn);
+  add.linear("self_attn.v_proj", h, kv, bias, attn);
+  add.linear(std::string("self_attn.") + out, q, h, bias, attn);
+}
+
 }  // namespace
 
 void build_opt(config_reader& cfg, model_spec& spec) {
@@ -404,12 +416,7 @@ void build_falcon(config_reader& cfg, model_spec& spec) {
 
 void build_phi(config_reader& cfg, model_spec& spec) {
   spec.architecture = "PhiForCausalLM";
-  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
-  spec.embedding_dim = spec.hidden_size;
-  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
-  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
-  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
-  read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
+  const auto layers = read_standard_dims(cfg, spec);
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 2048, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", false);  // PhiConfig default
   spec.parallel_block = true;
@@ -422,17 +429,12 @@ void build_phi(config_reader& cfg, model_spec& spec) {
   add_uniform_layers(spec, stack_kind::decoder, layers);
 
   const auto h = spec.hidden_size;
-  const auto q = spec.num_heads * spec.head_dim;
-  const auto kv = spec.num_kv_heads * spec.head_dim;
   tensor_builder add(spec);
   add.scope("model.");
   add.embedding("embed_tokens", spec.vocab_size, h, tensor_role::token_embedding);
   for (std::uint64_t i = 0; i < layers; ++i) {
     add.scope(block("model.layers.", i), static_cast<int>(i));
-    add.linear("self_attn.q_proj", h, q, true, attn);
-    add.linear("self_attn.k_proj", h, kv, true, attn);
-    add.linear("self_attn.v_proj", h, kv, true, attn);
-    add.linear("self_attn.dense", q, h, true, attn);
+    qkv_out(add, spec, true, "dense");
     if (qk_norm) {
       add.layer_norm("self_attn.q_layernorm", spec.head_dim);
       add.layer_norm("self_attn.k_layernorm", spec.head_dim);
@@ -453,12 +455,7 @@ void build_phi(config_reader& cfg, model_spec& spec) {
 // use_bias, tie_word_embeddings True, 4096 positions).
 void build_starcoder2(config_reader& cfg, model_spec& spec) {
   spec.architecture = "Starcoder2ForCausalLM";
-  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
-  spec.embedding_dim = spec.hidden_size;
-  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
-  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
-  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
-  read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
+  const auto layers = read_standard_dims(cfg, spec);
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 4096, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = cfg.text("hidden_act", "gelu_pytorch_tanh");
@@ -477,17 +474,12 @@ void build_starcoder2(config_reader& cfg, model_spec& spec) {
   }
 
   const auto h = spec.hidden_size;
-  const auto q = spec.num_heads * spec.head_dim;
-  const auto kv = spec.num_kv_heads * spec.head_dim;
   tensor_builder add(spec);
   add.scope("model.");
   add.embedding("embed_tokens", spec.vocab_size, h, tensor_role::token_embedding);
   for (std::uint64_t i = 0; i < layers; ++i) {
     add.scope(block("model.layers.", i), static_cast<int>(i));
-    add.linear("self_attn.q_proj", h, q, bias, attn);
-    add.linear("self_attn.k_proj", h, kv, bias, attn);
-    add.linear("self_attn.v_proj", h, kv, bias, attn);
-    add.linear("self_attn.o_proj", q, h, bias, attn);
+    qkv_out(add, spec, bias, "o_proj");
     add.linear("mlp.c_fc", h, spec.intermediate_size, bias, mlp);
     add.linear("mlp.c_proj", spec.intermediate_size, h, bias, mlp);
     add.layer_norm("input_layernorm", h);

@@ -300,12 +300,7 @@ void build_llama_like(config_reader& cfg, model_spec& spec) {
   spec.architecture = v.architecture;
   spec.norm = norm_kind::rms_norm;
   spec.gated_mlp = true;
-  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
-  spec.embedding_dim = spec.hidden_size;
-  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
-  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
-  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
-  read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
+  const auto layers = read_standard_dims(cfg, spec);
   // Absent: unknown (0, no limit); stated, at least 1 as every other family's.
   spec.max_positions = cfg.optional({"max_position_embeddings"}, 0, max_positions);
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", v.tie_default);

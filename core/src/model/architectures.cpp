@@ -2,6 +2,16 @@
 
 namespace gpumem {
 
+std::uint64_t read_standard_dims(config_reader& cfg, model_spec& spec) {
+  spec.hidden_size = cfg.required({"hidden_size"}, max_width);
+  spec.embedding_dim = spec.hidden_size;
+  spec.vocab_size = cfg.required({"vocab_size"}, max_vocab);
+  spec.intermediate_size = cfg.required({"intermediate_size"}, max_width);
+  const auto layers = cfg.required({"num_hidden_layers"}, max_layers);
+  read_heads(cfg, spec, {"num_attention_heads"}, {"num_key_value_heads"});
+  return layers;
+}
+
 void read_heads(config_reader& cfg, model_spec& spec, std::initializer_list<const char*> head_keys,
                 std::initializer_list<const char*> kv_keys) {
   spec.num_heads = cfg.required(head_keys, max_heads);

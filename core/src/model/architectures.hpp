@@ -45,6 +45,11 @@ void build_t5(config_reader& cfg, model_spec& spec);
 void read_heads(config_reader& cfg, model_spec& spec, std::initializer_list<const char*> head_keys,
                 std::initializer_list<const char*> kv_keys);
 
+// The dimensions under transformers' standard keys (hidden_size, vocab_size, intermediate_size,
+// num_attention_heads, num_key_value_heads), which the Llama-like decoders, Phi and StarCoder2
+// name alike; returns num_hidden_layers.
+std::uint64_t read_standard_dims(config_reader& cfg, model_spec& spec);
+
 // One decoder block per layer index with the dense MLP width, global attention.
 void add_uniform_layers(model_spec& spec, stack_kind stack, std::uint64_t count);
 

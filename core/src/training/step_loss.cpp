@@ -158,17 +158,17 @@ void step_replay::loss_transformers() {
   tl.free(head_output);
   // model() returns the logits alone: the loop's variable takes them before the loss.
   if (keep_outputs && plain_loss) drop_previous_iteration();
-  const bool upcast_needed = plain_loss ? loss_bytes != logit_bytes : logit_bytes != 4;
-  const int upcast_first =
-      upcast_needed && !plain_loss ? tl.allocate(4 * tv, cat::logits_and_loss) : -1;
+  // ForCausalLMLoss upcasts, then copies; a plain cross-entropy copies, then autocast upcasts.
+  const bool upcast = loss_bytes != logit_bytes;
+  const int upcast_first = upcast && !plain_loss ? tl.allocate(4 * tv, cat::logits_and_loss) : -1;
   const int shifted_copy =
       shifted
           ? tl.allocate(shift_bytes * (tv - config.micro_batch * output.cols), cat::logits_and_loss)
           : -1;
-  const int upcast =
-      upcast_needed && plain_loss ? tl.allocate(4 * tv, cat::logits_and_loss) : upcast_first;
+  const int upcast_then = upcast && plain_loss ? tl.allocate(4 * tv, cat::logits_and_loss) : -1;
   log_softmax = tl.allocate(loss_bytes * tv, cat::logits_and_loss);
-  tl.free(upcast);
+  tl.free(upcast_first);
+  tl.free(upcast_then);
   tl.free(shifted_copy);
   if (keep_outputs) {
     // The loop's `outputs` is reassigned once model() returns.

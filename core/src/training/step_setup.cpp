@@ -288,17 +288,17 @@ void step_replay::describe_blocks() {
   // transformers_forward_upcasts_logits); 4.46 to 4.48's ForCausalLMLoss upcasts, then copies
   // the logits shifted (software_stack::loss_copies_shifted_logits).
   const software_stack& software = config.software;
-  const bool causal_lm = fw.model_losses && spec.loss == model_loss::causal_lm && spec.causal &&
-                         !spec.encoder_decoder && config.loss != loss_kind::plain_cross_entropy;
-  forward_upcast = causal_lm && fw.loss == loss_path::upcast_logits && software.transformers &&
+  const bool transformers_causal_lm = fw.model_losses && fw.loss == loss_path::upcast_logits &&
+                                      spec.loss == model_loss::causal_lm && spec.causal &&
+                                      !spec.encoder_decoder &&
+                                      config.loss != loss_kind::plain_cross_entropy;
+  forward_upcast = transformers_causal_lm && software.transformers &&
                    transformers_forward_upcasts_logits(spec.model_type, *software.transformers);
-  const bool forward_loss =
-      causal_lm && fw.loss == loss_path::upcast_logits && software.loss_in_model_forward();
+  loss_by_release = transformers_causal_lm && software.loss_copies_shifted_logits();
   plain_loss = fw.model_losses && (config.loss == loss_kind::plain_cross_entropy ||
-                                   spec.loss != model_loss::causal_lm || forward_loss);
-  shifted =
-      (plain_loss && spec.causal && !spec.encoder_decoder) ||
-      (causal_lm && fw.loss == loss_path::upcast_logits && software.loss_copies_shifted_logits());
+                                   spec.loss != model_loss::causal_lm ||
+                                   (transformers_causal_lm && software.loss_in_model_forward()));
+  shifted = (plain_loss && spec.causal && !spec.encoder_decoder) || loss_by_release;
   logit_bytes =
       spec.logits_fp32 || forward_upcast || (fw.model_losses && spec.loss == model_loss::plain_fp32)
           ? 4
@@ -306,8 +306,6 @@ void step_replay::describe_blocks() {
   loss_bytes = plain_loss && !ctx.amp ? logit_bytes : 4;
   // A plain cross-entropy copies the logits as they are; ForCausalLMLoss its fp32 upcast.
   shift_bytes = plain_loss ? logit_bytes : 4;
-  loss_by_release =
-      causal_lm && fw.loss == loss_path::upcast_logits && software.loss_copies_shifted_logits();
 }
 
 // What a block keeps for its backward: its input under checkpointing, else its saved tensors
