@@ -54,7 +54,8 @@ void inference_max_context(benchmark::State& state) { run(state, inference_solve
 // The estimate itself once the model is read and prepared (what the planner's batch search
 // repeats): OPT-6.7b, ADP on 4 V100-16GB, micro-batch 4, sequence 512.
 void core_estimate(benchmark::State& state) {
-  const auto preset = gpumem::find_model_preset("facebook/opt-6.7b", "model");
+  const auto preset =
+      gpumem::find_model_preset("facebook/opt-6.7b", "model", nlohmann::ordered_json());
   const auto spec = gpumem::parse_model_config(preset.value().at("config"), {}, "model.config");
   const auto model = gpumem::prepare_llmem(spec.value());
   gpumem::cluster_spec cluster;

@@ -1,6 +1,11 @@
 # Writes a C++ source that embeds presets/models/*.json and presets/gpus.json as string literals,
 # so that the core (natively and in wasm) resolves preset ids without touching files or network.
-# Usage: cmake -DPRESETS_DIR=... -DOUTPUT=... -P embed_presets.cmake
+# Usage: cmake -DPRESETS_DIR=... -DOUTPUT=... [-DEMBEDDED_MODELS=a.json;b.json]
+#              [-DCATALOGUE=catalogue.json] -P embed_presets.cmake
+# EMBEDDED_MODELS: embed only these model presets (the page's first download, which fetches the
+# others as CATALOGUE when it needs them); CATALOGUE: also write every model preset, stripped as
+# the embedded copies are, as one JSON file {"presets": [...]} in the API's `presets` format.
+cmake_policy(VERSION 3.25)
 file(GLOB model_files "${PRESETS_DIR}/models/*.json")
 list(SORT model_files)
 set(delim "gpumem_preset")
@@ -42,16 +47,21 @@ set(unread_config_keys
   transformers_version unk_token_id use_cache use_mrope validate_runner_input)
 set(alias_rows "")
 set(source_rows "")
+set(catalogue_rows "")
 foreach(path IN LISTS model_files)
   get_filename_component(name "${path}" NAME)
   if(name STREQUAL "index.json")
     continue()
   endif()
+  set(embedded TRUE)
+  if(DEFINED EMBEDDED_MODELS AND NOT name IN_LIST EMBEDDED_MODELS)
+    set(embedded FALSE)
+  endif()
   file(READ "${path}" text)
   # Other Hub ids with the same architecture (Instruct, chat variants): a table of their own, so a
   # lookup by alias parses only its preset.
   string(JSON alias_count ERROR_VARIABLE no_aliases LENGTH "${text}" aliases)
-  if(NOT no_aliases AND alias_count GREATER 0)
+  if(embedded AND NOT no_aliases AND alias_count GREATER 0)
     math(EXPR last_alias "${alias_count} - 1")
     foreach(a RANGE ${last_alias})
       string(JSON alias GET "${text}" aliases ${a})
@@ -87,6 +97,13 @@ foreach(path IN LISTS model_files)
   take_member(text source "${preset_id}" source_rows)
   # Without the line breaks and indentation (JSON strings hold no raw line break).
   string(REGEX REPLACE "\n[ ]*" "" text "${text}")
+  if(catalogue_rows)
+    string(APPEND catalogue_rows ",\n")
+  endif()
+  string(APPEND catalogue_rows "${text}")
+  if(NOT embedded)
+    continue()
+  endif()
   string(FIND "${text}" ")${delim}\"" clash)
   if(NOT clash EQUAL -1)
     message(FATAL_ERROR "${path} contains the raw-string delimiter")
@@ -124,11 +141,17 @@ string(APPEND body "  return {model_source_files, sizeof(model_source_files) / s
 string(APPEND body "embedded_files embedded_gpu_sources() {\n")
 string(APPEND body "  return {gpu_source_files, sizeof(gpu_source_files) / sizeof(gpu_source_files[0])};\n}\n\n")
 string(APPEND body "}  // namespace gpumem\n")
-# Only touch the output when it changes, so that rebuilds stay incremental.
-if(EXISTS "${OUTPUT}")
-  file(READ "${OUTPUT}" old)
-  if(old STREQUAL body)
-    return()
+# Only touch an output when it changes, so that rebuilds stay incremental.
+function(write_if_changed path content)
+  if(EXISTS "${path}")
+    file(READ "${path}" old)
+    if(old STREQUAL content)
+      return()
+    endif()
   endif()
+  file(WRITE "${path}" "${content}")
+endfunction()
+write_if_changed("${OUTPUT}" "${body}")
+if(DEFINED CATALOGUE)
+  write_if_changed("${CATALOGUE}" "{\"presets\": [\n${catalogue_rows}\n]}\n")
 endif()
-file(WRITE "${OUTPUT}" "${body}")

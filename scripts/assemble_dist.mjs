@@ -1,5 +1,6 @@
 // Assembles the static site in dist/ (run by scripts/build.sh):
-// - the page's sources (web/) and the ES modules hosts import (gpumem.mjs, the custom element);
+// - the page's sources (web/) and the ES modules hosts import (gpumem.mjs, the custom element), and
+//   catalogue.json, the model presets the estimator's build does not embed;
 // - calculator.js: the page (web/src/boot.mjs and what it imports) bundled by esbuild as one
 //   classic script, so that the same files run from a static server and from file://, where
 //   browsers refuse ES modules (toolchain.md Q12);
@@ -26,7 +27,7 @@ rmSync(dist, { recursive: true, force: true });
 mkdirSync(dist);
 const skipped = ['sw.template.js', 'boot.mjs', 'docs.template.html'];
 cpSync(`${root}web/`, dist, { recursive: true, filter: (path) => !skipped.some((name) => path.endsWith(name)) });
-for (const file of ['gpumem.mjs', 'gpumem_core.mjs', 'gpumem_core.wasm', 'gpumem_estimator.mjs', 'gpumem_estimator.wasm']) cpSync(`${wasmDir}${file}`, `${dist}${file}`);
+for (const file of ['gpumem.mjs', 'gpumem_core.mjs', 'gpumem_core.wasm', 'gpumem_estimator.mjs', 'gpumem_estimator.wasm', 'catalogue.json']) cpSync(`${wasmDir}${file}`, `${dist}${file}`);
 
 // Browsers of the last three years (module workers aside: the worker is a classic script).
 const common = { bundle: true, format: 'iife', minify: true, target: ['chrome100', 'firefox100', 'safari15'], logLevel: 'warning' };

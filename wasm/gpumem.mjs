@@ -42,11 +42,64 @@ const CORES = {
   estimator: { create: createEstimatorCore, wasm: 'gpumem_estimator.wasm' },
 };
 
+// The estimator's build embeds only the page's default model; every preset is in catalogue.json,
+// beside this file, in the API's `presets` format (core/CMakeLists.txt).
+const CATALOGUE = 'catalogue.json';
+
+async function readCatalogue() {
+  if (inNode) {
+    const { readFile } = await import('node:fs/promises');
+    return JSON.parse(await readFile(new URL(`./${CATALOGUE}`, import.meta.url), 'utf8'));
+  }
+  const response = await fetch(new URL(CATALOGUE, import.meta.url));
+  if (!response.ok) throw new Error(`${CATALOGUE}: HTTP ${response.status}`);
+  return response.json();
+}
+
+// The preset a request's `model` names (a preset id, or {preset}), when it has no `presets` of its
+// own.
+function namedPreset(request) {
+  if (request.presets !== undefined) return null;
+  const model = request.model;
+  if (typeof model === 'string') return model;
+  return typeof model?.preset === 'string' ? model.preset : null;
+}
+
 class Gpumem {
   #core;
+  #catalogue = null;  // {presets, byName: Map(id or alias -> preset)} once read
+  #reading = null;
 
   constructor(core) {
     this.#core = core;
+  }
+
+  // Reads catalogue.json (the estimator's build, whose download embeds one model preset): from
+  // then on a request naming a preset carries it (`presets`), and `models` lists them all.
+  // Resolves to true when the catalogue is there; a failed read can be tried again.
+  loadCatalogue() {
+    this.#reading ??= readCatalogue().then((catalogue) => {
+      const byName = new Map();
+      for (const preset of catalogue.presets) {
+        for (const name of [preset.id, ...(preset.aliases ?? [])]) if (!byName.has(name)) byName.set(name, preset);
+      }
+      this.#catalogue = { presets: catalogue.presets, byName };
+      return true;
+    }, () => {
+      this.#reading = null;
+      return false;
+    });
+    return this.#reading;
+  }
+
+  // The request with the presets it names from the catalogue (none before it is read).
+  #withPresets(request) {
+    if (!this.#catalogue) return request;
+    if (request.command === 'models' && request.presets === undefined) {
+      return { ...request, presets: this.#catalogue.presets };
+    }
+    const preset = this.#catalogue.byName.get(namedPreset(request));
+    return preset ? { ...request, presets: [preset] } : request;
   }
 
   // Any API request (object or JSON text) -> the whole response {api_version, ok, command,
@@ -66,7 +119,7 @@ class Gpumem {
   // The response as the core wrote it (JSON text): what the regression corpus compares.
   respondText(request) {
     const text =
-      typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...request });
+      typeof request === 'string' ? request : JSON.stringify({ api_version: API_VERSION, ...this.#withPresets(request) });
     if (text.length > MAX_REQUEST_BYTES) {
       return JSON.stringify({
         api_version: API_VERSION, ok: false,
@@ -144,5 +197,9 @@ export async function loadGpumem(options = {}) {
     moduleOptions.wasmBinary = await readWasmInNode(core.wasm);
   }
   if (options.locateFile) moduleOptions.locateFile = options.locateFile;
-  return new Gpumem(await core.create(moduleOptions));
+  const gpumem = new Gpumem(await core.create(moduleOptions));
+  // Under Node the catalogue is a file beside this one: read at once, so that both builds answer
+  // every preset. (A page reads it when a request first needs it: core_worker.mjs.)
+  if (inNode && options.core === 'estimator') await gpumem.loadCatalogue();
+  return gpumem;
 }

@@ -1,6 +1,7 @@
 // The ES-module facade over the wasm core, as pages and Node programs use it.
 import test from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { facadePath, readPresets } from './paths.mjs';
 
 const { loadGpumem, GpumemError, API_VERSION } = await import(facadePath);
@@ -75,6 +76,30 @@ test('models and gpus list the presets', () => {
   const gpus = gpumem.gpus();
   assert.ok(gpus.length >= 20);
   for (const gpu of gpus) assert.ok(Number.isInteger(gpu.memory_bytes) && gpu.memory_bytes > 0, gpu.id);
+});
+
+// The estimator's build (the page's first download) embeds the default model alone; the other
+// presets come from catalogue.json beside it, which the facade reads under Node as it loads.
+test('the estimator\'s build: one preset embedded, the catalogue beside it, the same answers', async () => {
+  const estimator = await loadGpumem({ core: 'estimator' });
+  const presets = readPresets();
+  const catalogue = JSON.parse(readFileSync(facadePath.replace(/gpumem\.mjs$/, 'catalogue.json'), 'utf8'));
+  assert.deepEqual(catalogue.presets.map((p) => p.id).sort(), Object.keys(presets).sort());
+  for (const p of catalogue.presets) assert.ok(!('source' in p) && !('notes' in p), `${p.id} ships without its sources`);
+  assert.deepEqual(estimator.models(), gpumem.models());
+  for (const id of ['Qwen/Qwen3-8B', 'meta-llama/Llama-3.1-8B-Instruct', 'gpt2']) {
+    assert.deepEqual(estimator.params(id), gpumem.params(id), id);
+  }
+  // A request as text is sent as it is: only the default model is in the module itself.
+  const asText = (model) => estimator.respond(JSON.stringify({ api_version: 1, command: 'params', model }));
+  assert.equal(asText('meta-llama/Llama-3.1-8B').ok, true);
+  assert.equal(asText('meta-llama/Llama-3.1-8B-Instruct').ok, true);
+  assert.equal(asText('Qwen/Qwen3-8B').error.code, 'model.unknown_preset');
+  // A request with presets of its own keeps them.
+  const own = { id: 'me/gpt2-copy', config: presets.gpt2.config };
+  const answer = estimator.request({ command: 'params', model: 'me/gpt2-copy', presets: [own] }).result;
+  assert.equal(answer.total_params, gpumem.params('gpt2').total_params);
+  assert.equal(answer.model.id, 'me/gpt2-copy');
 });
 
 test('estimate and plan in LLMem mode through the facade', () => {

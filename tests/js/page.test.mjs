@@ -188,6 +188,32 @@ test('the model field searches the presets without changing the answer until one
   await page.close();
 });
 
+// The first download embeds the default model alone (core/CMakeLists.txt): the catalogue of the
+// other presets is one file, fetched after the first answer for the picker, or before it for a
+// link that names another preset, and once per visit.
+test('the first answer needs no model catalogue; the picker and a link to another preset fetch it once', async () => {
+  const context = await b.browser.newContext();
+  const fetched = [];
+  // (the service worker's pre-cache aside)
+  context.on('request', (r) => { if (r.url().endsWith('/catalogue.json') && !r.serviceWorker()) fetched.push(Date.now()); });
+  let page = b.watch(await context.newPage());
+  await page.goto(`${b.origin}/`);
+  await settled(page);
+  const firstResult = await page.evaluate(() => performance.timeOrigin + performance.getEntriesByName('gpumem-first-result')[0].startTime);
+  await page.fill('#gm-model', 'qwen3 8b');
+  await page.waitForSelector('#gm-model-list:not([hidden]) [data-id="Qwen/Qwen3-8B"]');
+  assert.equal(fetched.length, 1);
+  assert.ok(fetched[0] >= firstResult - 5, 'asked for after the first result');
+  await page.keyboard.press('Escape');
+  await page.close();
+  page = b.watch(await context.newPage());
+  await page.goto(`${b.origin}/?model=Qwen/Qwen3-8B&gpu=h100-sxm`);
+  await settled(page);
+  assert.match(await page.textContent('[data-testid=title]'), /Qwen3-8B/);
+  assert.equal(stateOf(page).model, 'Qwen/Qwen3-8B');
+  await context.close();
+});
+
 test('errors name the form\'s label and the accepted range in its units, and mark the old answer out of date', async () => {
   const page = await b.open();
   await page.fill('#gm-gpus', '0');

@@ -24,6 +24,16 @@ test('every answer of the regression corpus is byte for byte as recorded', () =>
   assert.deepEqual(changed, []);
 });
 
+// A request's text as the object it holds (the text itself when it holds none).
+function asObject(text) {
+  try {
+    const request = JSON.parse(text);
+    return request && typeof request === 'object' && !Array.isArray(request) ? request : text;
+  } catch {
+    return text;
+  }
+}
+
 // The commands only the full module answers.
 const FULL_ONLY = ['export', 'import', 'validate', 'sources'];
 
@@ -36,7 +46,9 @@ test('the estimator\'s build answers its commands byte for byte as the full modu
     const command = JSON.parse(text).command;
     if (!(name in recorded) || FULL_ONLY.includes(command)) continue;
     compared += 1;
-    if (digest(estimator.respondText(text)) !== recorded[name]) changed.push(name);
+    // (as an object, so that the facade adds the preset it names from the catalogue: the
+    // estimator's build embeds the page's default model alone)
+    if (digest(estimator.respondText(asObject(text))) !== recorded[name]) changed.push(name);
   }
   assert.ok(compared >= 700, `${compared} answers compared`);
   assert.deepEqual(changed, []);

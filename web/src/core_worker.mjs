@@ -15,7 +15,14 @@ export function serveCore(loadGpumem) {
       const estimator = await ready;
       const answers = [];
       for (const request of requests) {
-        const answer = estimator.respond(request);
+        // The estimator's download embeds one model preset: the picker's list and the other
+        // presets wait for catalogue.json, read the first time one is asked for.
+        const lean = options.core === 'estimator';
+        if (lean && request.command === 'models') await estimator.loadCatalogue();
+        let answer = estimator.respond(request);
+        if (lean && answer.error?.code === 'model.unknown_preset' && await estimator.loadCatalogue()) {
+          answer = estimator.respond(request);
+        }
         // The estimator's build refuses what only the full module answers, saying so by its code.
         if (answer.ok === false && answer.error?.code === 'request.full_module') {
           full ??= loadGpumem({ locateFile: options.locateFile });

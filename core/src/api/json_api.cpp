@@ -13,6 +13,7 @@
 #include "api/model_resolver.hpp"
 #include "api/number_text.hpp"
 #include "api/plan_alternatives.hpp"
+#include "api/preset_reader.hpp"
 #include "api/request_reader.hpp"
 #include "api/training_json.hpp"
 #include "gpumem/model/config_parser.hpp"
@@ -144,7 +145,7 @@ std::string respond(const std::string& command, ordered_json result, const order
 }
 
 std::string params_command(const json& request) {
-  if (auto e = unknown_keys(request, "", {"api_version", "command", "model"})) {
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "model", "presets"})) {
     return respond_error(*e);
   }
   auto model = resolve_model(request);
@@ -282,8 +283,8 @@ std::string detailed_estimate(const json& request, training_context& c) {
 
 std::string estimate_command(const json& request) {
   if (auto e = unknown_keys(request, "",
-                            {"api_version", "command", "mode", "model", "cluster", "parallel",
-                             "workload", "options", "metric", "solve"})) {
+                            {"api_version", "command", "mode", "model", "presets", "cluster",
+                             "parallel", "workload", "options", "metric", "solve"})) {
     return respond_error(*e);
   }
   auto context = read_training(request);
@@ -379,9 +380,9 @@ result<plan_result> changed_run_plan(const json& changed, const std::vector<std:
 }
 
 std::string plan_command(const json& request) {
-  if (auto e = unknown_keys(
-          request, "",
-          {"api_version", "command", "mode", "model", "cluster", "workload", "options"})) {
+  if (auto e = unknown_keys(request, "",
+                            {"api_version", "command", "mode", "model", "presets", "cluster",
+                             "workload", "options"})) {
     return respond_error(*e);
   }
   auto context = read_training(request);
@@ -515,11 +516,19 @@ std::string validate_command(const json& request) {
 }
 
 std::string models_command(const json& request) {
-  if (auto e = unknown_keys(request, "", {"api_version", "command"})) return respond_error(*e);
+  if (auto e = unknown_keys(request, "", {"api_version", "command", "presets"})) {
+    return respond_error(*e);
+  }
+  if (auto e = check_supplied_presets(request)) return respond_error(*e);
   ordered_json list = ordered_json::array();
-  for (const auto& preset : all_model_presets()) {
-    auto spec =
-        parse_model_config(preset.at("config"), {}, "preset " + preset.value("id", "") + " config");
+  const json& supplied = supplied_presets(request);
+  const std::size_t brought = supplied.is_array() ? supplied.size() : 0;
+  for (const auto& preset : all_model_presets(supplied)) {
+    // (The supplied presets come first, in their order: presets[i] is the i-th.)
+    const std::string field = list.size() < brought
+                                  ? "presets[" + std::to_string(list.size()) + "].config"
+                                  : "preset " + preset.value("id", "") + " config";
+    auto spec = parse_model_config(preset.at("config"), {}, field);
     if (!spec.ok()) return respond_error(spec.failure());
     auto counts = count_params(spec.value());
     if (!counts.ok()) return respond_error(counts.failure());

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/preset_reader.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/model/config_parser.hpp"
 #include "gpumem/model/preset_catalog.hpp"
@@ -23,6 +24,7 @@ result<resolved_model> read_model(const json& request) {
                  "[model] is required: a preset id such as \"meta-llama/Llama-2-7b-hf\", or "
                  "{\"config\": {...config.json...}}"};
   }
+  if (auto e = check_supplied_presets(request)) return *e;
   const json& model = request.at("model");
   if (model.is_object() && model.contains("name") && !model.at("name").is_string()) {
     return error{"request.invalid_type", "model.name",
@@ -41,7 +43,7 @@ result<resolved_model> read_model(const json& request) {
     if (!id.is_string()) {
       return error{"request.invalid_type", field, "[" + field + "] must be a preset id string"};
     }
-    auto preset = find_model_preset(id.get<std::string>(), field);
+    auto preset = find_model_preset(id.get<std::string>(), field, supplied_presets(request));
     if (!preset.ok()) return preset.failure();
     const json& found = preset.value();
     for (const char* key : {"id", "family", "published_params"}) {
@@ -125,7 +127,11 @@ const result<llmem_model>& resolved_model::llmem() const {
 result<std::shared_ptr<const resolved_model>> resolve_model(const json& request) {
   static thread_local model_cache cache;
   const auto found = request.find("model");
-  const std::string key = found == request.end() ? "" : found->dump();
+  // (A preset the request brings is part of what names the model.)
+  const auto presets = request.find("presets");
+  const std::string key = found == request.end()     ? ""
+                          : presets == request.end() ? found->dump()
+                                                     : found->dump() + '\n' + presets->dump();
   if (!key.empty()) {
     if (auto hit = cache.find(key)) return hit;
   }

@@ -1,5 +1,6 @@
 #include "gpumem/model/preset_catalog.hpp"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace gpumem {
@@ -16,9 +17,38 @@ json_type parse_embedded(const char* text) {
   return json_type::parse(text, nullptr, false);
 }
 
+// A supplied preset with the members the embedded ones always have (family, published_params,
+// aliases, verified), so that its readers need not tell them apart.
+json completed(const json& preset) {
+  json out = {{"id", preset.at("id")},
+              {"family", preset.value("family", "")},
+              {"config", preset.at("config")},
+              {"published_params",
+               preset.contains("published_params") ? preset.at("published_params") : json(nullptr)},
+              {"verified", preset.value("verified", false)},
+              {"aliases", preset.value("aliases", json::array())}};
+  return out;
+}
+
+bool names(const json& preset, const std::string& id) {
+  if (preset.at("id") == id) return true;
+  const auto aliases = preset.find("aliases");
+  return aliases != preset.end() && aliases->is_array() &&
+         std::find(aliases->begin(), aliases->end(), id) != aliases->end();
+}
+
 }  // namespace
 
-result<json> find_model_preset(const std::string& id, const std::string& field) {
+result<json> find_model_preset(const std::string& id, const std::string& field,
+                               const json& supplied) {
+  if (supplied.is_array()) {
+    for (const auto& preset : supplied) {
+      if (preset.at("id") == id) return completed(preset);
+    }
+    for (const auto& preset : supplied) {
+      if (names(preset, id)) return completed(preset);
+    }
+  }
   // Files are named after the id with '/' as "--" (scripts/import_reference_models.py), so only
   // the matching file is parsed.
   std::string name = id;
@@ -43,11 +73,20 @@ result<json> find_model_preset(const std::string& id, const std::string& field) 
                    "config.json as {\"config\": {...}}"};
 }
 
-json all_model_presets() {
+json all_model_presets(const json& supplied) {
   json out = json::array();
+  if (supplied.is_array()) {
+    for (const auto& preset : supplied) out.push_back(completed(preset));
+  }
+  const std::size_t brought = out.size();
   for (const auto& file : embedded_model_presets()) {
     json preset = parse_embedded<json>(file.text);
-    if (preset.is_object()) out.push_back(std::move(preset));
+    if (!preset.is_object()) continue;
+    const auto replaced =
+        std::find_if(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(brought),
+                     [&](const json& p) { return p.at("id") == preset.at("id"); });
+    if (replaced == out.begin() + static_cast<std::ptrdiff_t>(brought))
+      out.push_back(std::move(preset));
   }
   return out;
 }

@@ -27,7 +27,7 @@ TEST_CASE("every preset answers the same from its embedded copy as from its conf
     const std::string id = entry.key();
     const json& file = entry.value();
     CAPTURE(id);
-    const auto embedded = find_model_preset(id, "model");
+    const auto embedded = find_model_preset(id, "model", nlohmann::ordered_json());
     REQUIRE(embedded.ok());
     const json by_id = test::call({{"command", "params"}, {"model", id}});
     const json by_file =

@@ -37,10 +37,14 @@ embedded_files embedded_gpu_sources();
 // A model preset by Hugging Face id (e.g. meta-llama/Llama-2-7b-hf) or by one of its aliases
 // (meta-llama/Llama-2-7b-chat-hf): the preset file's object with `id`, `family`, `config`,
 // `published_params`, `aliases` (its `source` is preset_sources').
-result<nlohmann::ordered_json> find_model_preset(const std::string& id, const std::string& field);
+// `supplied`: presets a request brings (an array in the same format, each with an `id` string and
+// a `config` object; null for none), looked up before the embedded ones.
+result<nlohmann::ordered_json> find_model_preset(const std::string& id, const std::string& field,
+                                                 const nlohmann::ordered_json& supplied);
 
-// Every model preset, in file-name order.
-nlohmann::ordered_json all_model_presets();
+// Every model preset: the supplied ones in their order, then the embedded ones in file-name order
+// that no supplied preset replaces (same id).
+nlohmann::ordered_json all_model_presets(const nlohmann::ordered_json& supplied);
 
 // presets/gpus.json as an object with `gpus` (each without its `sources`: preset_sources').
 nlohmann::ordered_json gpu_presets();
