@@ -25,20 +25,22 @@ function(take_member json_var member id rows_var)
   set(${rows_var} "${${rows_var}}    {\"${id}\", R\"${delim}(${value})${delim}\"},\n" PARENT_SCOPE)
 endfunction()
 set(unread_config_keys
-  _attn_implementation _name_or_path _num_labels activation_dropout alibi
+  _attn_implementation _name_or_path _num_labels activation_dropout alibi attention_multiplier
   apply_residual_connection_post_layernorm attention_softmax_in_fp32 attention_types auto_map
   aux_loss_alpha bias_dropout_fusion bos_token_id cache_implementation classifier_dropout_prob
-  decoder_start_token_id dense_act_fn directionality down_scale_factor eos_token_id ep_size
+  decoder_start_token_id dense_act_fn directionality down_scale_factor embedding_multiplier
+  eos_token_id ep_size
   final_logit_softcapping full_attn_mod gap_size id2label inference_runner init_std
   initial_context_length initializer_factor initializer_range interpolate_factor is_gated_act
-  is_llama_config label2id layer_norm_eps layer_norm_epsilon layerdrop lm_head_bias
+  is_llama_config label2id layer_norm_eps layer_norm_epsilon layerdrop lm_head_bias logits_scaling
   masked_softmax_fusion max_batch_size max_length max_sequence_length n_ctx n_group n_special
-  net_structure_type norm_topk_prob num_memory_blocks num_nextn_predict_layers offset_alibi
+  net_structure_type norm_topk_prob norm_type num_memory_blocks num_nextn_predict_layers offset_alibi
   original_max_position_embeddings output_past output_router_logits pad_key_length pad_token_id
   partial_rotary_factor pooler_fc_size pooler_num_attention_heads pooler_num_fc_layers
   pooler_size_per_head pooler_type position_embedding_type pre_allocate_kv_cache
   predict_special_tokens prefix pretraining_tp qkv_bias query_pre_attn_scalar
-  relative_attention_max_distance rms_norm_eps rope_interleaved rope_local_base_freq rope_scaling
+  relative_attention_max_distance residual_multiplier rms_norm_eps rope_interleaved
+  rope_local_base_freq rope_scaling
   rope_theta rotary_dim rotary_emb_base rotary_pct routed_scaling_factor router_aux_loss_coef
   scale_attention_softmax_in_fp32 scale_attn_weights scale_embedding scoring_func seq_aux
   seq_length skip_bias_add skip_bias_add_qkv sliding_window_size slow_but_exact

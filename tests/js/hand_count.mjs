@@ -328,7 +328,8 @@ function starcoder2(c) {
 export function handCount(config) {
   const type = config.model_type;
   switch (type) {
-    case 'llama': case 'mistral': case 'qwen2': case 'qwen3': case 'phi3': case 'olmo2':
+    // Granite (modeling_granite.py) is Llama's structure with scalar multipliers, no parameters.
+    case 'llama': case 'mistral': case 'qwen2': case 'qwen3': case 'phi3': case 'olmo2': case 'granite':
     case 'gemma': case 'gemma2': case 'gemma3_text': case 'mixtral': case 'qwen2_moe': case 'qwen3_moe':
       return llamaLike(config, type);
     case 'gpt2': return gpt2(config);

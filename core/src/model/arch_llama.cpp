@@ -46,7 +46,7 @@ const char* class_for(const std::string& type) {
       {"qwen3", "Qwen3ForCausalLM"},        {"qwen3_moe", "Qwen3MoeForCausalLM"},
       {"gemma3_text", "Gemma3ForCausalLM"}, {"olmo2", "Olmo2ForCausalLM"},
       {"gpt_oss", "GptOssForCausalLM"},     {"llama4_text", "Llama4ForCausalLM"},
-      {"glm4_moe", "Glm4MoeForCausalLM"}};
+      {"glm4_moe", "Glm4MoeForCausalLM"},   {"granite", "GraniteForCausalLM"}};
   for (const auto& [name, cls] : classes) {
     if (type == name) return cls;
   }

@@ -44,6 +44,7 @@ constexpr family families[] = {
     {"gemma3_text", build_llama_like},
     {"gemma3", nullptr},  // text_config and vision_config: parse_gemma3
     {"olmo2", build_llama_like},
+    {"granite", build_llama_like},  // modeling_granite.py: Llama with scalar multipliers
     {"gpt_oss", build_llama_like},
     {"llama4_text", build_llama_like},
     {"glm4_moe", build_llama_like},

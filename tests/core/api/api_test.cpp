@@ -502,7 +502,7 @@ TEST_CASE("version lists the commands and model types") {
   json r = call({{"command", "version"}});
   REQUIRE(r.at("ok") == true);
   CHECK(r.at("result").at("api_version") == api_version);
-  CHECK(r.at("result").at("model_types").size() == 35);
+  CHECK(r.at("result").at("model_types").size() == 36);
 }
 
 }  // namespace
