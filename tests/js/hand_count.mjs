@@ -325,6 +325,23 @@ function starcoder2(c) {
   return c.vocab_size * H + c.num_hidden_layers * layer + 2 * H + (tied ? 0 : c.vocab_size * H);
 }
 
+// Mistral 3 (modeling_mistral3.py, modeling_pixtral.py): PixtralVisionModel (a bias-free patch
+// convolution, ln_pre, per layer two RMSNorms, q/k/v/o over the vision width and a gated MLP, all
+// bias-free), Mistral3MultiModalProjector (an RMSNorm, the spatial_merge_size^2 patch merger,
+// linear_1 from the vision width per feature layer to the text width, linear_2), and Mistral.
+function mistral3(c) {
+  const v = c.vision_config;
+  const H = v.hidden_size;
+  const layer = 2 * H + 4 * linear(H, H) + 2 * linear(H, v.intermediate_size) + linear(v.intermediate_size, H);
+  const vision = v.num_channels * v.patch_size ** 2 * H + H + v.num_hidden_layers * layer;
+  const text = c.text_config;
+  const layers = Array.isArray(c.vision_feature_layer) ? c.vision_feature_layer.length : 1;
+  const bias = c.multimodal_projector_bias ?? true;
+  const projector = H + linear(H * c.spatial_merge_size ** 2, H) + linear(H * layers, text.hidden_size, bias)
+    + linear(text.hidden_size, text.hidden_size, bias);
+  return vision + projector + llamaLike(text, 'mistral');
+}
+
 export function handCount(config) {
   const type = config.model_type;
   switch (type) {
@@ -351,6 +368,7 @@ export function handCount(config) {
     case 'gptj': return gptj(config);
     case 'gemma3': return gemma3(config);
     case 'starcoder2': return starcoder2(config);
+    case 'mistral3': return mistral3(config);
     default: return null;
   }
 }
