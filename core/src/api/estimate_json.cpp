@@ -1,33 +1,49 @@
 #include "api/estimate_json.hpp"
 
+#include <iterator>
+#include <utility>
+
+#include "api/json_text.hpp"
+
 namespace gpumem {
 
 using nlohmann::ordered_json;
 
 ordered_json cluster_json(const cluster_spec& c) {
-  return {{"gpu",
-           {{"id", c.gpu.id},
-            {"name", c.gpu.name},
-            {"architecture", c.gpu.architecture},
-            {"memory_bytes", c.gpu.memory_bytes}}},
-          {"gpus", c.gpus},
-          {"gpus_per_node", c.gpus_per_node},
-          {"cuda_context_bytes", c.cuda_context_bytes},
-          {"headroom_bytes", c.headroom_bytes},
-          {"usable_bytes", c.gpu.memory_bytes - c.headroom_bytes},
-          {"host_ram_bytes", c.host_ram_bytes},
-          {"nvme_bytes", c.nvme_bytes}};
+  ordered_json gpu = json_object(4);
+  auto& g = members_of(gpu);
+  g.emplace_back("id", c.gpu.id);
+  g.emplace_back("name", c.gpu.name);
+  g.emplace_back("architecture", c.gpu.architecture);
+  g.emplace_back("memory_bytes", c.gpu.memory_bytes);
+  ordered_json out = json_object(9);
+  auto& m = members_of(out);
+  m.emplace_back("gpu", std::move(gpu));
+  m.emplace_back("gpus", c.gpus);
+  m.emplace_back("gpus_per_node", c.gpus_per_node);
+  m.emplace_back("cuda_context_bytes", c.cuda_context_bytes);
+  m.emplace_back("headroom_bytes", c.headroom_bytes);
+  m.emplace_back("usable_bytes", c.gpu.memory_bytes - c.headroom_bytes);
+  m.emplace_back("host_ram_bytes", c.host_ram_bytes);
+  m.emplace_back("nvme_bytes", c.nvme_bytes);
+  return out;
 }
 
 ordered_json rank_json(const rank_estimate& rank) {
-  ordered_json components = ordered_json::object();
-  for (const auto& c : rank.components) components[c.name] = c.bytes;
-  return {{"rank", rank.first_rank},
-          {"ranks", {{"first", rank.first_rank}, {"last", rank.last_rank}}},
-          {"peak_bytes", rank.peak_bytes},
-          {"fits", rank.fits},
-          {"verdict", verdict_name(rank.verdict)},
-          {"components", std::move(components)}};
+  ordered_json components = json_object(rank.components.size());
+  for (const auto& c : rank.components) members_of(components).emplace_back(c.name, c.bytes);
+  ordered_json ranks = json_object(2);
+  members_of(ranks).emplace_back("first", rank.first_rank);
+  members_of(ranks).emplace_back("last", rank.last_rank);
+  ordered_json out = json_object(6);
+  auto& m = members_of(out);
+  m.emplace_back("rank", rank.first_rank);
+  m.emplace_back("ranks", std::move(ranks));
+  m.emplace_back("peak_bytes", rank.peak_bytes);
+  m.emplace_back("fits", rank.fits);
+  m.emplace_back("verdict", verdict_name(rank.verdict));
+  m.emplace_back("components", std::move(components));
+  return out;
 }
 
 ordered_json timeline_json(const timeline_series& series, std::uint64_t constant_bytes) {
@@ -57,37 +73,45 @@ ordered_json timeline_json(const timeline_series& series, std::uint64_t constant
 }
 
 ordered_json step_time_json(const step_time& s) {
-  return {{"step_s", s.step_s},
-          {"compute_s", s.compute_s},
-          {"communication_s", s.communication_s},
-          {"exposed_communication_s", s.exposed_communication_s},
-          {"attention_memory_s", s.attention_memory_s},
-          {"dequantize_s", s.dequantize_s},
-          {"adapter_s", s.adapter_s},
-          {"optimizer_s", s.optimizer_s},
-          {"dispatch_s", s.dispatch_s},
-          {"offload_s", s.offload_s},
-          {"tokens_per_s", s.tokens_per_s},
-          {"tokens_per_s_per_gpu", s.tokens_per_s_per_gpu},
-          {"flops_per_token", s.flops_per_token}};
+  ordered_json out = json_object(13);
+  auto& m = members_of(out);
+  m.emplace_back("step_s", s.step_s);
+  m.emplace_back("compute_s", s.compute_s);
+  m.emplace_back("communication_s", s.communication_s);
+  m.emplace_back("exposed_communication_s", s.exposed_communication_s);
+  m.emplace_back("attention_memory_s", s.attention_memory_s);
+  m.emplace_back("dequantize_s", s.dequantize_s);
+  m.emplace_back("adapter_s", s.adapter_s);
+  m.emplace_back("optimizer_s", s.optimizer_s);
+  m.emplace_back("dispatch_s", s.dispatch_s);
+  m.emplace_back("offload_s", s.offload_s);
+  m.emplace_back("tokens_per_s", s.tokens_per_s);
+  m.emplace_back("tokens_per_s_per_gpu", s.tokens_per_s_per_gpu);
+  m.emplace_back("flops_per_token", s.flops_per_token);
+  return out;
 }
 
 ordered_json m_init_json(const llmem_fixed& f) {
-  return {{"bytes", f.m_init},
-          {"cuda_context", f.cuda_context},
-          {"model_buffers", f.model_buffers},
-          {"fp16_chunks", f.fp16_chunks},
-          {"fp32_chunks", f.fp32_chunks},
-          {"allocator_rounding", f.allocator_rounding},
-          {"gemini",
-           {{"chunk_size_elements", f.chunk_size_elements},
-            {"chunks_per_dtype", f.chunk_count},
-            {"dp_degree", f.dp_degree},
-            {"keep_gathered", f.keep_gathered}}}};
+  ordered_json gemini = json_object(4);
+  auto& g = members_of(gemini);
+  g.emplace_back("chunk_size_elements", f.chunk_size_elements);
+  g.emplace_back("chunks_per_dtype", f.chunk_count);
+  g.emplace_back("dp_degree", f.dp_degree);
+  g.emplace_back("keep_gathered", f.keep_gathered);
+  ordered_json out = json_object(7);
+  auto& m = members_of(out);
+  m.emplace_back("bytes", f.m_init);
+  m.emplace_back("cuda_context", f.cuda_context);
+  m.emplace_back("model_buffers", f.model_buffers);
+  m.emplace_back("fp16_chunks", f.fp16_chunks);
+  m.emplace_back("fp32_chunks", f.fp32_chunks);
+  m.emplace_back("allocator_rounding", f.allocator_rounding);
+  m.emplace_back("gemini", std::move(gemini));
+  return out;
 }
 
 ordered_json llmem_component_notes() {
-  return {
+  static const std::pair<const char*, const char*> notes[] = {
       {"m_init",
        "CUDA context (per GPU architecture) + model buffers + Colossal-AI Gemini's fp16 "
        "and fp32 parameter chunks on this rank, through PyTorch's caching allocator "
@@ -114,6 +138,9 @@ ordered_json llmem_component_notes() {
        "backward all-gather of the split activation gradient per block "
        "boundary, (L-1) R(2BsH(T-1)/T) (LLMem size_estimator.py)"},
   };
+  ordered_json out = json_object(std::size(notes));
+  for (const auto& [component, note] : notes) members_of(out).emplace_back(component, note);
+  return out;
 }
 
 namespace {

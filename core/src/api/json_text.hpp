@@ -17,4 +17,11 @@ void append_json_text(std::string& out, const nlohmann::ordered_json& value);
 // object that outgrew its capacity deep-copied every subtree already in it.
 nlohmann::ordered_json json_object(std::size_t members);
 
+// An object's members, for appending keys it does not have yet: no search for the key and none of
+// the deep copies nlohmann's initializer lists make of every nested value (a tenth of an LLMem
+// answer's time went to building its cluster object that way).
+inline nlohmann::ordered_json::object_t& members_of(nlohmann::ordered_json& object) {
+  return object.get_ref<nlohmann::ordered_json::object_t&>();
+}
+
 }  // namespace gpumem

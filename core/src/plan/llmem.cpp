@@ -133,6 +133,44 @@ llmem_model::chunk_memory llmem_model::chunks_at(std::uint64_t tp, std::uint64_t
   return m;
 }
 
+llmem_model::parameter_terms llmem_model::parameter_terms_at(parallel_method method,
+                                                             std::uint64_t shards, std::uint64_t tp,
+                                                             bool exact_dp_tp_fraction) const {
+  for (const auto& known : parameter_terms_) {
+    if (known.method == method && known.shards == shards && known.tp == tp &&
+        known.exact_dp_tp_fraction == exact_dp_tp_fraction) {
+      return known;
+    }
+  }
+  parameter_terms terms;
+  terms.method = method;
+  terms.shards = shards;
+  terms.tp = tp;
+  terms.exact_dp_tp_fraction = exact_dp_tp_fraction;
+  const auto gpu_n = static_cast<double>(shards);
+  const auto t = static_cast<double>(tp);
+  for (std::size_t i = 0; i < selected.size(); ++i) {
+    const auto& s = selected[i];
+    const std::uint64_t numel = s.tp_sharded ? s.numel / tp : s.numel;  // p.size() is local
+    const std::uint64_t b16 = llmem_round(static_cast<double>(numel * 2));
+    if (i + 1 == selected.size()) {
+      terms.lm_head_weight = b16;
+      continue;
+    }
+    if (method == parallel_method::adp) {
+      terms.gathered_params += llmem_round(static_cast<double>(b16 * (shards - 1)) / gpu_n);
+    } else if (method == parallel_method::dp_tp) {
+      const double fraction =
+          exact_dp_tp_fraction ? (gpu_n - t) / gpu_n : (gpu_n - t) / gpu_n - 1.0 / gpu_n;
+      terms.gathered_params += llmem_round(static_cast<double>(b16) * fraction);
+    }
+    // Adam's exp_avg and exp_avg_sq in fp32, sharded over all GPUs.
+    terms.optimizer_states += 2 * llmem_round(static_cast<double>(numel * 2 * 2) / gpu_n);
+  }
+  parameter_terms_.push_back(terms);
+  return terms;
+}
+
 result<llmem_fixed> llmem_fixed_terms(const model_spec& spec, const llmem_model& model,
                                       const cluster_spec& cluster, const parallel_config& parallel,
                                       std::uint64_t seq_len) {
@@ -159,7 +197,7 @@ result<llmem_fixed> llmem_fixed_terms(const model_spec& spec, const llmem_model&
     }
   }
   for (const auto& s : model.parameters) {
-    if (s.tp_sharded && s.last_dim % t != 0) {
+    if (t > 1 && s.tp_sharded && s.last_dim % t != 0) {
       return error{"parallel.invalid_tp", "parallel.tp",
                    "[parallel.tp] " + std::to_string(t) + " must divide the last dimension (" +
                        std::to_string(s.last_dim) + ") of " +
@@ -174,26 +212,10 @@ result<llmem_fixed> llmem_fixed_terms(const model_spec& spec, const llmem_model&
   f.gpus = n;
   // CDP keeps a full replica per GPU: LLMem's terms with nothing sharded.
   const std::uint64_t shards = method == parallel_method::cdp ? 1 : n;
-  const auto gpu_n = static_cast<double>(shards);
-  const auto tp = static_cast<double>(t);
-  for (std::size_t i = 0; i < model.selected.size(); ++i) {
-    const auto& s = model.selected[i];
-    const std::uint64_t numel = s.tp_sharded ? s.numel / t : s.numel;  // p.size() is local
-    const std::uint64_t b16 = llmem_round(static_cast<double>(numel * 2));
-    if (i + 1 == model.selected.size()) {
-      f.lm_head_weight = b16;
-      continue;
-    }
-    if (method == parallel_method::adp) {
-      f.gathered_params += llmem_round(static_cast<double>(b16 * (shards - 1)) / gpu_n);
-    } else if (method == parallel_method::dp_tp) {
-      const double fraction =
-          parallel.exact_dp_tp_fraction ? (gpu_n - tp) / gpu_n : (gpu_n - tp) / gpu_n - 1.0 / gpu_n;
-      f.gathered_params += llmem_round(static_cast<double>(b16) * fraction);
-    }
-    // Adam's exp_avg and exp_avg_sq in fp32, sharded over all GPUs.
-    f.optimizer_states += 2 * llmem_round(static_cast<double>(numel * 2 * 2) / gpu_n);
-  }
+  const auto terms = model.parameter_terms_at(method, shards, t, parallel.exact_dp_tp_fraction);
+  f.gathered_params = terms.gathered_params;
+  f.optimizer_states = terms.optimizer_states;
+  f.lm_head_weight = terms.lm_head_weight;
   // The int64 ids of the two-sample probe batch.
   f.input = llmem_round(static_cast<double>(2 * seq_len * 8));
 

@@ -51,8 +51,24 @@ struct llmem_model {
   };
   chunk_memory chunks_at(std::uint64_t tp, std::uint64_t dp) const;
 
+  // LLMem's parameter terms (each selected tensor rounded to 2 MiB, summed) for one method over
+  // `shards` GPUs at tensor-parallel degree `tp`: derived from the model and these alone, so
+  // worked out once per combination, as the chunks are.
+  struct parameter_terms {
+    parallel_method method = parallel_method::single;
+    std::uint64_t shards = 1;
+    std::uint64_t tp = 1;
+    bool exact_dp_tp_fraction = false;
+    std::uint64_t gathered_params = 0;
+    std::uint64_t optimizer_states = 0;
+    std::uint64_t lm_head_weight = 0;
+  };
+  parameter_terms parameter_terms_at(parallel_method method, std::uint64_t shards, std::uint64_t tp,
+                                     bool exact_dp_tp_fraction) const;
+
  private:
-  mutable std::vector<chunk_memory> chunk_memories_;  // one per degree pair asked for
+  mutable std::vector<chunk_memory> chunk_memories_;      // one per degree pair asked for
+  mutable std::vector<parameter_terms> parameter_terms_;  // one per combination asked for
 };
 
 result<llmem_model> prepare_llmem(const model_spec& spec);
