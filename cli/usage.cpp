@@ -59,7 +59,7 @@ Usage:
                     [--new-tokens N] [--weights bf16|fp16|fp32|fp8|int8|nf4|fp4|nf4_double_quant|
                      gptq_4bit|awq_4bit|mxfp4 (gpt-oss's experts)|gguf_q8_0|gguf_q6_k|
                      gguf_q5_k_m|gguf_q4_k_m|gguf_q3_k_m|gguf_q2_k] [--group-size G] [--fp8-scaling per_tensor|per_channel]
-                    [--framework transformers|litgpt|vllm|llama_cpp]
+                    [--framework transformers|litgpt|vllm|llama_cpp|autoawq]
                     [--kv-cache dynamic|static|paged] [--kv-dtype bf16|fp16|fp8|int8]
                     [--kv-tokens T] [--gpu-memory-utilization U]
                     [--transformers-version V: generate()'s release (before 4.45 every prompt

@@ -16,8 +16,8 @@ namespace {
 // The serving framework, the weights' format, the precisions, attention and the lengths; the
 // compute precision's name, which the KV cache's default dtype follows.
 result<std::string> read_inference_formats(config_reader& in, inference_config& c) {
-  const auto framework =
-      choose(in, "framework", "transformers", {"transformers", "litgpt", "vllm", "llama_cpp"});
+  const auto framework = choose(in, "framework", "transformers",
+                                {"transformers", "litgpt", "vllm", "llama_cpp", "autoawq"});
   const bool llama_cpp = framework && *framework == "llama_cpp";
   const auto weights =
       choose(in, "weights", llama_cpp ? "gguf_q4_k_m" : "bf16",
@@ -110,6 +110,8 @@ std::optional<error> read_kv_cache(const json& workload, const std::string& comp
                  "[workload.kv_cache.kind] paged is vLLM's cache, and vLLM's cache is paged"};
   }
   const std::uint64_t context = c.prompt_tokens + c.new_tokens;
+  // (AutoAWQ's fused cache is max_seq_len, which must hold the prompt: check_autoawq.)
+  if (c.framework == serving_framework::autoawq) return std::nullopt;
   // The last new token is sampled, never fed back: transformers' generate sizes a static cache
   // to prompt + new tokens - 1 (validation/measured_h100_batch2.json: 1,151 for 1,024 + 128).
   if (c.kv_cache_tokens != 0 && c.kv_cache_tokens + 1 < context) {
@@ -156,16 +158,24 @@ std::optional<error> read_solve(const json& request, inference_request& out) {
   return std::nullopt;
 }
 
-// workload.software: transformers' release, whose generate() changed what a prefill keeps.
+// workload.software: transformers' release, whose generate() changed what a prefill keeps, and
+// AutoAWQ's, whose fused modules changed (autoawq_fused.hpp).
 std::optional<error> read_inference_software(const json& workload, inference_config& c) {
-  if (auto e = read_library_releases(workload, {{"transformers", &c.transformers}},
+  if (auto e = read_library_releases(workload,
+                                     {{"transformers", &c.transformers}, {"autoawq", &c.autoawq}},
                                      "{\"transformers\": \"4.36.2\"}", "4.36.2"))
     return e;
+  const bool autoawq = c.framework == serving_framework::autoawq;
+  if (c.autoawq && !autoawq) {
+    return error{"request.invalid_value", "workload.software.autoawq",
+                 "[workload.software.autoawq] is the release of AutoAWQ's fused modules: framework "
+                 "autoawq"};
+  }
   if (!c.transformers) return std::nullopt;
-  if (c.framework != serving_framework::transformers) {
+  if (c.framework != serving_framework::transformers && !autoawq) {
     return error{"request.invalid_value", "workload.software.transformers",
                  "[workload.software.transformers] is the release of transformers' generate(): "
-                 "framework transformers"};
+                 "framework transformers or autoawq"};
   }
   // An unstated attention is the release's default.
   if (!workload.contains("attention") && transformers_eager_by_default(*c.transformers))

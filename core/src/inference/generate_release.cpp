@@ -27,7 +27,11 @@ bool transformers_eager_by_default(const library_release& release) { return rele
 
 generate_release generate_release_of(const model_spec& spec, const inference_config& config) {
   generate_release out;
-  if (config.framework != serving_framework::transformers || !config.transformers) return out;
+  // AutoAWQ's fused model runs under transformers' generate() and LM head, with its own cache
+  // and attention.
+  const bool autoawq = config.framework == serving_framework::autoawq;
+  if ((config.framework != serving_framework::transformers && !autoawq) || !config.transformers)
+    return out;
   const library_release& r = *config.transformers;
   // (Llama's code also took num_logits_to_keep in 4.45.)
   const bool llama = transformers_llama_code(spec.model_type);
@@ -35,9 +39,9 @@ generate_release generate_release_of(const model_spec& spec, const inference_con
   out.logits_upcast = transformers_forward_upcasts_logits(spec.model_type, r);
   out.whole_logits_clone = out.all_prompt_logits && !r.before(4, 45) && r.before(4, 47);
   out.outputs_kept = r.before(4, 42);
-  out.old_cache_kept = r.before(4, 42);
+  out.old_cache_kept = r.before(4, 42) && !autoawq;
   out.sdpa_repeats_kv = config.attention == attention_kernel::sdpa && spec.transformers_repeat_kv &&
-                        transformers_repeats_kv_for_sdpa(r);
+                        transformers_repeats_kv_for_sdpa(r) && !autoawq;
   const std::string release = "transformers " + release_name(r) + ": ";
   if (out.all_prompt_logits) {
     out.note = release + "the prefill's LM head runs over every prompt position" +

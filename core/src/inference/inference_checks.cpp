@@ -50,6 +50,47 @@ std::optional<error> check_size(const model_spec& spec, const inference_config& 
 
 }  // namespace
 
+namespace {
+
+// AutoAWQ serves AWQ checkpoints (its WQLinear modules) with fused modules for Llama-like models
+// (awq/models/*.py fuse_layers: LlamaLikeBlock for Llama, Mistral, Qwen2 and their kin), over one
+// GPU or with its layers spread by device_map; its fused cache is preallocated.
+std::optional<error> check_autoawq(const model_spec& spec, const inference_config& config) {
+  if (config.weights.format != weight_format::awq_4bit) {
+    return error{
+        "request.invalid_value", "workload.weights",
+        "[workload.weights] the autoawq framework serves AWQ checkpoints (awq_4bit); got " +
+            std::string(weight_format_name(config.weights.format))};
+  }
+  if (config.tp_degree > 1) {
+    return error{"request.invalid_value", "parallel.method",
+                 "[parallel.method] AutoAWQ spreads a model's layers over GPUs (device_map): use "
+                 "pipeline"};
+  }
+  if (spec.norm != norm_kind::rms_norm || !spec.gated_mlp || spec.moe.num_experts > 0 || spec.mla) {
+    return error{"request.invalid_value", "workload.framework",
+                 "[workload.framework] AutoAWQ's fused modules cover Llama-like decoders (RMSNorm, "
+                 "a gated MLP, no experts); " +
+                     spec.architecture + " is not one"};
+  }
+  // The cache (max_seq_len) must hold the prompt: a longer one fails on the cache's shape; past
+  // it, decode rolls the window (cache.py roll_kv).
+  if (config.kv_cache_tokens != 0 && config.kv_cache_tokens < config.prompt_tokens) {
+    return error{"request.invalid_value", "workload.kv_cache.tokens",
+                 "[workload.kv_cache.tokens] AutoAWQ's max_seq_len must hold the prompt (" +
+                     std::to_string(config.prompt_tokens) + " tokens), got " +
+                     std::to_string(config.kv_cache_tokens)};
+  }
+  if (config.kv != kv_cache_kind::static_cache) {
+    return error{
+        "request.invalid_value", "workload.kv_cache.kind",
+        "[workload.kv_cache.kind] AutoAWQ's fused modules preallocate their cache: static"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<error> check_inference_request(const model_spec& spec,
                                              const inference_config& config) {
   const std::uint64_t tp = std::max<std::uint64_t>(config.tp_degree, 1);
@@ -78,6 +119,9 @@ std::optional<error> check_inference_request(const model_spec& spec,
   if (llama_cpp && tp > 1) {
     return error{"request.invalid_value", "parallel.method",
                  "[parallel.method] llama.cpp splits a model by layers: use pipeline"};
+  }
+  if (config.framework == serving_framework::autoawq) {
+    if (auto e = check_autoawq(spec, config)) return e;
   }
   return check_size(spec, config);
 }

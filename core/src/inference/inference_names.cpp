@@ -17,7 +17,8 @@ constexpr std::pair<const char*, serving_framework> frameworks[] = {
     {"transformers", serving_framework::transformers},
     {"litgpt", serving_framework::litgpt},
     {"vllm", serving_framework::vllm},
-    {"llama_cpp", serving_framework::llama_cpp}};
+    {"llama_cpp", serving_framework::llama_cpp},
+    {"autoawq", serving_framework::autoawq}};
 
 template <typename T, std::size_t N>
 std::optional<T> named(const std::pair<const char*, T> (&table)[N], const std::string& name) {

@@ -6,10 +6,12 @@
 #include <utility>
 
 #include "gpumem/model/param_count.hpp"
+#include "inference/autoawq_fused.hpp"
 #include "inference/generate_release.hpp"
 #include "inference/gptq_buffers.hpp"
 #include "inference/inference_checks.hpp"
 #include "inference/llama_cpp_buffers.hpp"
+#include "inference/rank_tensors.hpp"
 #include "model/quantization_config.hpp"
 
 namespace gpumem {
@@ -17,143 +19,9 @@ namespace gpumem {
 namespace {
 
 using cat = memory_category;
+using namespace inference_tensors;
 
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
-// Which tensors this rank holds: its stage's blocks; the embedding on the first stage and the
-// final norm and LM head on the last (litgpt's generate/sequentially.py keeps everything that is
-// not a block on cuda:0). A tied LM head is loaded again on the last stage.
-struct rank_layout {
-  std::size_t first = 0;
-  std::size_t last = 0;
-  bool first_stage = true;
-  bool last_stage = true;
-  std::uint64_t tp = 1;
-};
-
-bool embedding_role(tensor_role r) {
-  return r == tensor_role::token_embedding || r == tensor_role::position_embedding;
-}
-
-bool holds(const rank_layout& r, const inference_config& c, const tensor_spec& t) {
-  if (t.layer >= 0) {
-    const auto layer = static_cast<std::size_t>(t.layer);
-    return layer >= r.first && layer < r.last;
-  }
-  if (c.framework == serving_framework::litgpt && c.pp_degree > 1) return r.first_stage;
-  // A vision tower runs before the first block.
-  return embedding_role(t.role) || t.role == tensor_role::vision ? r.first_stage : r.last_stage;
-}
-
-// A weight matrix's features on this rank: rows x in-features per matrix (3-D expert tensors
-// [experts, out, in] count `experts` matrices).
-struct matrix_dims {
-  std::uint64_t count = 1;
-  std::uint64_t out = 0;
-  std::uint64_t in = 0;
-};
-
-// The tensor-parallel degree a tensor is split over: Megatron-style for the blocks' linears;
-// the vocabulary matrices are split by vLLM (VocabParallelEmbedding, ParallelLMHead), only the
-// LM head by transformers (tp_plan "lm_head": "colwise_rep"), neither by litgpt (generate/tp.py
-// shards the blocks' linears only).
-std::uint64_t split_over(const tensor_spec& t, const inference_config& c, std::uint64_t tp) {
-  if (t.layer >= 0) return tp;
-  if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt ? 1 : tp;
-  if (t.role == tensor_role::token_embedding)
-    return c.framework == serving_framework::vllm ? tp : 1;
-  return 1;
-}
-
-matrix_dims local_matrix(const tensor_spec& t, std::uint64_t tp) {
-  if (t.shape.size() == 3) {
-    // Fused experts [experts, out, in]: tensor parallelism splits every expert's width, the
-    // output of gate/up and the input of down (vLLM FusedMoE, Megatron's expert MLPs).
-    const bool down = t.name.find("down") != std::string::npos;
-    return {t.shape[0], down ? t.shape[1] : t.shape[1] / tp, down ? t.shape[2] / tp : t.shape[2]};
-  }
-  const std::uint64_t numel = tensor_parallel_numel(t, tp);
-  const std::uint64_t in = tensor_parallel_in_features(t, tp);
-  return {1, numel / in, in};
-}
-
-// This rank's elements of a tensor.
-std::uint64_t local_numel(const tensor_spec& t, std::uint64_t tp) {
-  if (t.shape.size() == 3) {
-    const matrix_dims m = local_matrix(t, tp);
-    return m.count * m.out * m.in;
-  }
-  return tensor_parallel_numel(t, tp);
-}
-
-// Quantised formats replace the blocks' linear layers and experts (transformers'
-// replace_with_bnb_linear, GPTQ/AWQ checkpoints, vLLM's quantised linear methods); embeddings,
-// norms and biases stay in the compute dtype, and so does the LM head (transformers
-// get_keys_to_not_convert), except in litgpt, whose Fabric BitsandbytesPrecision converts every
-// nn.Linear.
-bool quantized_tensor(const tensor_spec& t, const inference_config& c) {
-  if (is_dense(c.weights.format) || t.is_bias || t.shape.size() < 2) return false;
-  if (t.role == tensor_role::lm_head) return c.framework == serving_framework::litgpt;
-  if (t.layer < 0) return false;
-  for (const auto& module : c.unquantized_modules) {
-    if (names_quantization_module(t.name, module)) return false;
-  }
-  // MXFP4 checkpoints (gpt-oss's quantization_config: modules_to_not_convert lists the attention,
-  // router, embeddings and LM head) hold only the routed experts in 4 bits.
-  if (c.weights.format == weight_format::mxfp4) return t.role == tensor_role::routed_experts;
-  // transformers fuses routed experts into 3-D parameters, which bitsandbytes (replacing
-  // nn.Linear modules only) leaves in 16 bits; GPTQ/AWQ/fp8 checkpoints and vLLM's FusedMoE
-  // quantise them.
-  const bool bitsandbytes =
-      c.weights.format == weight_format::int8 || is_bitsandbytes_4bit(c.weights.format);
-  if (t.role == tensor_role::routed_experts)
-    return !(bitsandbytes && c.framework == serving_framework::transformers);
-  return t.module == module_kind::linear || t.module == module_kind::conv1d ||
-         t.role == tensor_role::shared_experts;
-}
-
-std::uint64_t stored_bytes(const tensor_spec& t, const model_spec& spec, const inference_config& c,
-                           std::uint64_t rank_tp) {
-  const std::uint64_t tp = split_over(t, c, rank_tp);
-  const std::uint64_t numel = local_numel(t, tp);
-  if (is_gguf(c.weights.format))
-    return gguf_tensor_bytes(numel, gguf_tensor_type(c.weights.format, t, spec));
-  if (c.weights.format == weight_format::fp32) return numel * 4;
-  if (!quantized_tensor(t, c)) return numel * c.weights.dense_bytes;
-  const matrix_dims m = local_matrix(t, tp);
-  return m.count * quantized_matrix_bytes(m.out, m.in, c.weights);
-}
-
-// The transient a quantised linear allocates to multiply `rows` token rows: bitsandbytes 4-bit
-// dequantises the whole weight to 16 bits unless it is a single row (autograd/_functions.py
-// matmul_4bit: gemv_4bit for one row, else F.linear(A, dequantize_4bit(B).to(A.dtype).t())); a
-// weight Lightning quantised from fp16 (fabric/plugins/precision/bitsandbytes.py quantize:
-// `.to(dtype=torch.half)`) is dequantised to fp16 and converted again for bf16 compute.
-// LLM.int8 quantises the input rows to int8 and multiplies into int32 (int8_vectorwise_quant,
-// int8_linear_matmul); fp8 quantises the input rows to one byte; AWQ's GEMM kernel dequantises
-// the weight to fp16 from 1024 rows on (awq/modules/linear/gemm.py).
-std::uint64_t matmul_transient(const matrix_dims& m, std::uint64_t rows,
-                               const inference_config& c) {
-  const std::uint64_t weight = m.out * m.in;
-  switch (c.weights.format) {
-    case weight_format::nf4:
-    case weight_format::fp4:
-    case weight_format::nf4_double_quant:
-    case weight_format::fp4_double_quant: {
-      if (rows <= 1) return 0;
-      const bool from_fp16 = c.framework == serving_framework::litgpt && c.activation_bf16;
-      return weight * 2 * (from_fp16 ? 2 : 1);
-    }
-    case weight_format::int8:
-      return rows * m.in + rows * m.out * 4 + rows * 4;
-    case weight_format::fp8:
-      return rows * m.in + rows * 4;
-    case weight_format::awq_4bit:
-      return rows >= 1024 ? weight * 2 : 0;
-    default:
-      return 0;
-  }
-}
 
 // Dimensions of the attention and MLP on this rank.
 struct layer_dims {
@@ -253,10 +121,14 @@ class inference_replay {
                    memory_timeline& tl)
       : spec_(spec), c_(c), r_(r), tl_(tl) {}
 
+  // AutoAWQ's fused attention and norms in place of transformers' (autoawq_fused.hpp).
+  void use_autoawq(const autoawq_fused& fused) { awq_ = fused; }
+
   std::vector<int> forward(const pass& p) {
     const std::uint64_t rows = p.batch * p.tokens;
     const std::uint64_t a = c_.activation_bytes;
     std::vector<int> cache;
+    const int mask = autoawq_mask(p);
     int x = tl_.allocate(rows * spec_.hidden_size * a, cat::activations);
     for (std::size_t l = r_.first; l < r_.last; ++l) {
       const layer_spec& layer = spec_.layers[l];
@@ -269,6 +141,20 @@ class inference_replay {
       int q = matmul(rows * d.q * a, w.attention);
       int k = matmul(rows * d.kv * a, w.attention);
       int v = matmul(rows * d.v * a, w.attention, kept);
+      if (awq_) {
+        // q, k and v are views of the fused projection's output (fuse_qkv), alive through the
+        // attention.
+        int attended = autoawq_attention(p, d, rows);
+        tl_.free(q);
+        tl_.free(k);
+        tl_.free(v);
+        int projected = matmul(rows * d.hidden * a, w.attention);
+        tl_.free(attended);
+        tl_.free(normed);
+        x = residual(x, projected, rows);
+        x = mlp(layer, d, w, x, rows);
+        continue;
+      }
       // apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, rotate_half a concatenated copy.
       for (int* t : {&q, &k}) {
         const std::uint64_t bytes = rows * (t == &q ? d.q : d.kv) * a;
@@ -292,53 +178,88 @@ class inference_replay {
       tl_.free(attended);
       tl_.free(normed);
       x = residual(x, projected, rows);
-      // MLP (gated: act(gate) * up; routed experts: the top-k experts' widths per token).
-      normed = norm(rows);
-      // Llama4TextMoe under transformers: the tokens repeated once per expert and scaled by
-      // their scores (the scaled copy replaces the first) are what the experts' matmuls read.
-      const bool repeated_tokens =
-          layer.moe && spec_.moe.dense_dispatch && c_.framework == serving_framework::transformers;
-      const int repeated =
-          repeated_tokens
-              ? tl_.allocate(rows * spec_.moe.num_experts * d.hidden * a, cat::activations)
-              : -1;
-      const std::uint64_t width = rows * d.mlp * a;
-      int gate = matmul(width, w.mlp);
-      // The python-formula GELU (transformers NewGELUActivation / FastGELUActivation:
-      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) has its input, 0.5 x and the bracket
-      // alive when the product is made; fused activations (litgpt's F.gelu, vLLM's kernels)
-      // write one tensor.
-      const bool formula_gelu = c_.framework == serving_framework::transformers &&
-                                (spec_.activation == "gelu_new" || spec_.activation == "gelu_fast");
-      const int half = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
-      const int bracket = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
-      int activated = tl_.allocate(width, cat::activations);
-      tl_.free(half);
-      tl_.free(bracket);
-      tl_.free(gate);
-      int product = activated;
-      if (spec_.gated_mlp) {
-        const int up = matmul(width, w.mlp);
-        product = tl_.allocate(width, cat::activations);
-        tl_.free(up);
-        tl_.free(activated);
-      }
-      const int down = matmul(rows * d.hidden * a, w.mlp);
-      tl_.free(product);
-      tl_.free(repeated);
-      tl_.free(normed);
-      x = residual(x, down, rows);
+      x = mlp(layer, d, w, x, rows);
     }
     if (r_.last_stage) logits(p);
     tl_.free(x);
+    tl_.free(mask);
     return cache;
   }
 
  private:
+  // The block's MLP over its input `x`; returns the residual sum.
+  int mlp(const layer_spec& layer, const layer_dims& d, const block_transients& w, int x,
+          std::uint64_t rows) {
+    const std::uint64_t a = c_.activation_bytes;
+    // MLP (gated: act(gate) * up; routed experts: the top-k experts' widths per token).
+    const int normed = norm(rows);
+    // Llama4TextMoe under transformers: the tokens repeated once per expert and scaled by
+    // their scores (the scaled copy replaces the first) are what the experts' matmuls read.
+    const bool repeated_tokens =
+        layer.moe && spec_.moe.dense_dispatch && c_.framework == serving_framework::transformers;
+    const int repeated = repeated_tokens ? tl_.allocate(rows * spec_.moe.num_experts * d.hidden * a,
+                                                        cat::activations)
+                                         : -1;
+    const std::uint64_t width = rows * d.mlp * a;
+    int gate = matmul(width, w.mlp);
+    // The python-formula GELU (transformers NewGELUActivation / FastGELUActivation:
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))) has its input, 0.5 x and the bracket
+    // alive when the product is made; fused activations (litgpt's F.gelu, vLLM's kernels)
+    // write one tensor.
+    const bool formula_gelu = c_.framework == serving_framework::transformers &&
+                              (spec_.activation == "gelu_new" || spec_.activation == "gelu_fast");
+    const int half = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
+    const int bracket = formula_gelu ? tl_.allocate(width, cat::activations) : -1;
+    int activated = tl_.allocate(width, cat::activations);
+    tl_.free(half);
+    tl_.free(bracket);
+    tl_.free(gate);
+    int product = activated;
+    if (spec_.gated_mlp) {
+      const int up = matmul(width, w.mlp);
+      product = tl_.allocate(width, cat::activations);
+      tl_.free(up);
+      tl_.free(activated);
+    }
+    const int down = matmul(rows * d.hidden * a, w.mlp);
+    tl_.free(product);
+    tl_.free(repeated);
+    tl_.free(normed);
+    return residual(x, down, rows);
+  }
+
+  // AutoAWQ's prefill (prepare_attention_mask, 0.1.6-0.2.7): a (1, 1, S, S) causal mask made in
+  // fp32 and kept in fp16 through the pass; -1 when there is none.
+  int autoawq_mask(const pass& p) {
+    if (!awq_ || !awq_->mask || p.tokens < 2) return -1;
+    const int wide = tl_.allocate(p.tokens * p.tokens * 4, cat::activations);
+    const int kept = tl_.allocate(p.tokens * p.tokens * 2, cat::activations);
+    tl_.free(wide);
+    return kept;
+  }
+
+  // AutoAWQ's fused attention (QuantAttentionFused.forward) from its fused q/k/v projection: in
+  // the prefill RoPE's fp32 copies, the keys' packed copy for the cache (keys_store), then the
+  // release's kernel; a decode step runs single_query_attention over the cache, which rotates
+  // and attends in one kernel (awq_ft_ext, part of AutoAWQ's kernels).
+  int autoawq_attention(const pass& p, const layer_dims& d, std::uint64_t rows) {
+    const std::uint64_t a = c_.activation_bytes;
+    if (p.tokens < 2) return tl_.allocate(rows * d.out * a, cat::activations);
+    int q = -1, k = -1;
+    autoawq_rotary(tl_, q, k, rows * d.q * a, rows * d.kv * a, a);
+    const int keys_store = tl_.allocate(rows * d.kv * a, cat::activations);
+    tl_.free(keys_store);
+    const int out = autoawq_prefill_attention(tl_, *awq_, p.batch, p.tokens, d.heads, d.q, a);
+    tl_.free(q);
+    tl_.free(k);
+    return out;
+  }
+
   // RMSNorm upcasts to fp32 (LlamaRMSNorm: hidden.to(float32), its variance, the product).
   int norm(std::uint64_t rows) {
     const std::uint64_t elems = rows * spec_.hidden_size;
-    if (spec_.norm == norm_kind::rms_norm && c_.activation_bytes < 4) {
+    // (AutoAWQ's FasterTransformerRMSNorm writes its output alone: awq/modules/fused/norm.py.)
+    if (spec_.norm == norm_kind::rms_norm && c_.activation_bytes < 4 && !awq_) {
       const int up = tl_.allocate(elems * 4, cat::activations);
       const int scaled = tl_.allocate(elems * 4, cat::activations);
       tl_.free(up);
@@ -498,6 +419,7 @@ class inference_replay {
   const inference_config& c_;
   const rank_layout& r_;
   memory_timeline& tl_;
+  std::optional<autoawq_fused> awq_;  // AutoAWQ fused (use_autoawq)
 };
 
 }  // namespace
@@ -638,6 +560,7 @@ struct generation {
   const std::uint64_t cache_tokens;
   const generate_release release;
   std::vector<int> cache;
+  const autoawq_fused* awq = nullptr;  // AutoAWQ's fused modules, when it serves
 
   // The keys (or the values) of one layer for the batch at `tokens` tokens per sequence.
   std::uint64_t half_cache(const layer_spec& layer, std::uint64_t tokens) const {
@@ -649,8 +572,14 @@ struct generation {
     tl.phase("KV cache");
     for (std::size_t l = r.first; l < r.last; ++l) {
       const std::uint64_t bytes = half_cache(spec.layers[l], cache_tokens);
-      cache.push_back(tl.allocate(bytes, cat::kv_cache));
-      cache.push_back(tl.allocate(bytes, cat::kv_cache));
+      for (int half = 0; half < 2; ++half) {
+        // AutoAWQ's WindowedCache: torch.zeros(shape).to(dev).half(), fp32 on the GPU first.
+        const int wide = awq && awq->cache_from_fp32 ? tl.allocate(2 * bytes, cat::other) : -1;
+        cache.push_back(tl.allocate(bytes, cat::kv_cache));
+        tl.free(wide);
+      }
+      // Its RoPE table, one per fused attention (autoawq_fused.hpp).
+      if (awq) tl.allocate(autoawq_rope_bytes(spec, *awq), cat::other);
     }
   }
 
@@ -661,8 +590,9 @@ struct generation {
     prefill.batch = config.batch;
     prefill.tokens = config.prompt_tokens;
     // A preallocated cache is attended over its full length (masked).
+    // (AutoAWQ's fused attention attends over the prompt it was given.)
     prefill.context =
-        config.kv == kv_cache_kind::static_cache ? cache_tokens : config.prompt_tokens;
+        config.kv == kv_cache_kind::static_cache && !awq ? cache_tokens : config.prompt_tokens;
     prefill.creates_cache = config.kv == kv_cache_kind::dynamic;
     // litgpt projects every position; so does a plain transformers forward pass (new_tokens 1:
     // model(input_ids), logits_to_keep 0), while generate() keeps only the last position.
@@ -766,10 +696,18 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
     paged_cache(config, gpu, total_tokens, replay, tl, out);
     return out;
   }
-  const std::uint64_t cache_tokens = preallocated_tokens(config, total_tokens, final_context);
+  std::optional<autoawq_fused> awq;
+  if (config.framework == serving_framework::autoawq) {
+    awq = autoawq_fused_of(spec, config, final_context);
+    replay.use_autoawq(*awq);
+    out.notes.push_back(awq->note);
+  }
+  const std::uint64_t cache_tokens =
+      awq ? awq->max_seq_len : preallocated_tokens(config, total_tokens, final_context);
   const generate_release release = generate_release_of(spec, config);
   if (!release.note.empty()) out.notes.push_back(release.note);
-  generation generate{spec, config, r, tl, replay, final_context, cache_tokens, release, {}};
+  generation generate{spec,          config,       r,       tl, replay,
+                      final_context, cache_tokens, release, {}, awq ? &*awq : nullptr};
   if (config.kv == kv_cache_kind::static_cache) generate.allocate_static_cache();
   const std::vector<int> prefill_cache = generate.run_prefill();
   if (config.new_tokens > 1) generate.run_decode(prefill_cache);

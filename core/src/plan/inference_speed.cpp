@@ -37,7 +37,8 @@ inference_speed estimate_inference_speed(const model_spec& spec, const param_cou
   // decode unless enforce_eager, vllm/worker/model_runner.py) and llama.cpp (ggml-cuda's CUDA
   // graphs) replay them.
   if (config.framework == serving_framework::transformers ||
-      config.framework == serving_framework::litgpt) {
+      config.framework == serving_framework::litgpt ||
+      config.framework == serving_framework::autoawq) {
     const double launches =
         static_cast<double>(spec.num_layers) * kernels_per_block_forward * kernel_launch_s;
     out.launch_bound = launches > out.decode_step_s;

@@ -22,7 +22,7 @@ bool release_suffix(const std::string& rest) {
 
 std::optional<library_release> parse_library_release(const std::string& text) {
   std::size_t at = text.size() > 0 && (text[0] == 'v' || text[0] == 'V') ? 1 : 0;
-  unsigned parts[2] = {0, 0};
+  unsigned parts[3] = {0, 0, 0};
   int read = 0;
   while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) {
     unsigned value = 0;
@@ -31,7 +31,7 @@ std::optional<library_release> parse_library_release(const std::string& text) {
       if (++digits > 6) return std::nullopt;  // no release number is that long
       value = value * 10 + static_cast<unsigned>(text[at++] - '0');
     }
-    if (read < 2) parts[read] = value;
+    if (read < 3) parts[read] = value;
     ++read;
     // Another number follows a dot; anything else ends the release numbers.
     if (at + 1 < text.size() && text[at] == '.' &&
@@ -42,7 +42,7 @@ std::optional<library_release> parse_library_release(const std::string& text) {
     break;
   }
   if (read == 0 || !release_suffix(text.substr(at))) return std::nullopt;
-  return library_release{parts[0], parts[1]};
+  return library_release{parts[0], parts[1], parts[2]};
 }
 
 bool transformers_llama_code(const std::string& model_type) {

@@ -12,6 +12,7 @@ struct release_day {
   unsigned major_number;
   unsigned minor_number;
   unsigned published;
+  unsigned patch_number = 0;  // AutoAWQ's behaviour changes within 0.2.x
 };
 
 // Every minor release of a library up to `known_until` (yyyymmdd, exclusive): no release
@@ -66,6 +67,16 @@ constexpr release_day bitsandbytes_rows[] = {
     {0, 47, 20250811}, {0, 48, 20250930}, {0, 49, 20251211}, {0, 50, 20260724},
 };
 
+// AutoAWQ: every tag of casper-hansen/AutoAWQ with its date, as fetched in November 2026 (the
+// repository was archived after 0.2.9); 0.2.7.post1-3 read as 0.2.7.
+constexpr release_day autoawq_rows[] = {
+    {0, 1, 20230921, 0}, {0, 1, 20231001, 1}, {0, 1, 20231002, 2}, {0, 1, 20231005, 3},
+    {0, 1, 20231006, 4}, {0, 1, 20231028, 5}, {0, 1, 20231104, 6}, {0, 1, 20231116, 7},
+    {0, 1, 20231223, 8}, {0, 2, 20240215, 0}, {0, 2, 20240216, 1}, {0, 2, 20240217, 2},
+    {0, 2, 20240302, 3}, {0, 2, 20240324, 4}, {0, 2, 20240502, 5}, {0, 2, 20240723, 6},
+    {0, 2, 20241116, 7}, {0, 2, 20250120, 8}, {0, 2, 20250511, 9},
+};
+
 template <std::size_t n>
 constexpr release_table table_of(const release_day (&rows)[n], unsigned known_until) {
   return {rows, n, known_until};
@@ -84,6 +95,8 @@ release_table table_for(dated_library library) {
       return table_of(peft_rows, 20261101);
     case dated_library::bitsandbytes:
       return table_of(bitsandbytes_rows, 20261101);
+    case dated_library::autoawq:
+      return table_of(autoawq_rows, 20261101);
   }
   return table_of(torch_rows, 20260101);
 }
@@ -116,7 +129,8 @@ std::optional<library_release> release_current_at(dated_library library, const s
   if (before == 0 || before > table.known_until) return std::nullopt;
   std::optional<library_release> current;
   for (std::size_t i = 0; i < table.count && table.rows[i].published < before; ++i)
-    current = library_release{table.rows[i].major_number, table.rows[i].minor_number};
+    current = library_release{table.rows[i].major_number, table.rows[i].minor_number,
+                              table.rows[i].patch_number};
   return current;
 }
 

@@ -10,7 +10,7 @@
 
 namespace gpumem {
 
-enum class dated_library { torch, transformers, peft, bitsandbytes };
+enum class dated_library { torch, transformers, peft, bitsandbytes, autoawq };
 
 // The release of `library` a run dated `date` ("YYYY-MM", or "YYYY") is read as running: the
 // latest published before the date's month began (a year alone: before its 1 July, the middle of

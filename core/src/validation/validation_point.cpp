@@ -543,6 +543,21 @@ std::string training_config_for(const json& p, training_config& config,
   return "";
 }
 
+// AutoAWQ's release a point ran: the format names none, so the one current at its date
+// (release_dates.hpp), else its last; said in the note.
+void read_autoawq_release(const json& w, inference_config& config, std::string& defaults_note) {
+  const json& software = w.value("software", json());
+  const std::string date = software.is_object() ? text_or(software, "date", "") : "";
+  config.autoawq = release_current_at(dated_library::autoawq, date);
+  if (config.autoawq) {
+    defaults_note += "; AutoAWQ release not stated: read as 0." +
+                     std::to_string(config.autoawq->minor_number) + "." +
+                     std::to_string(config.autoawq->patch_number) + ", current at " + date;
+  } else {
+    defaults_note += "; AutoAWQ release not stated: its last, 0.2.9";
+  }
+}
+
 // The inference estimator's request for a validation point, or a reason it cannot be read yet.
 // A stated kv_cache_tokens is a preallocated cache; otherwise the framework's own kind.
 std::string inference_config_for(const json& p, inference_config& config,
@@ -554,8 +569,9 @@ std::string inference_config_for(const json& p, inference_config& config,
     return "offloaded runs are not modelled yet";
   // HF Trainer, accelerate, PEFT's example scripts and optimum run transformers' own generate
   // (optimum read as its PyTorch backend — optimum-benchmark's pytorch, the GPTQ integration —
-  // since the format does not name ONNX Runtime or OpenVINO runs apart). AutoAWQ's fused modules
-  // and unsloth's inference path keep caches of their own and stay unread.
+  // since the format does not name ONNX Runtime or OpenVINO runs apart). AutoAWQ runs its fused
+  // modules (from_quantized's default), their cache preallocated (autoawq_fused.hpp); unsloth's
+  // inference path keeps caches of its own and stays unread.
   std::string framework = text_or(w, "framework", "transformers");
   for (const char* runs_transformers : {"hf_trainer", "accelerate", "peft_examples", "optimum"}) {
     if (framework == runs_transformers) framework = "transformers";
@@ -565,6 +581,7 @@ std::string inference_config_for(const json& p, inference_config& config,
     return "inference under " + framework + " is not modelled yet";
   config.framework = *profile;
   if (*profile == serving_framework::vllm) config.kv = kv_cache_kind::paged;
+  if (*profile == serving_framework::autoawq) config.kv = kv_cache_kind::static_cache;
   const auto weights = weight_format_named(text_or(w, "weights", ""));
   if (!weights) return std::string("weights ") + text_or(w, "weights", "?") + " not modelled";
   config.weights.format = *weights;
@@ -590,7 +607,10 @@ std::string inference_config_for(const json& p, inference_config& config,
   config.attention = attention_kernel_named(text_or(w, "attention", "sdpa"));
   // The transformers release generate() ran (validation README, workload.software), said in the
   // note; before 4.36 an unstated attention was eager.
-  if (config.framework == serving_framework::transformers) {
+  if (config.framework == serving_framework::autoawq)
+    read_autoawq_release(w, config, defaults_note);
+  if (config.framework == serving_framework::transformers ||
+      config.framework == serving_framework::autoawq) {
     const json& software = w.value("software", json());
     const json& release = software.is_object() ? software.value("transformers", json()) : json();
     config.transformers =
@@ -605,6 +625,7 @@ std::string inference_config_for(const json& p, inference_config& config,
     if (!config.transformers) {
       defaults_note += "; transformers release not stated: today's generate";
     } else if (std::string(text_or(w, "attention", "")).empty() &&
+               config.framework == serving_framework::transformers &&
                transformers_eager_by_default(*config.transformers)) {
       config.attention = attention_kernel::eager;
       defaults_note += "; attention not stated: eager, transformers' default before 4.36";

@@ -24,11 +24,12 @@ namespace gpumem {
 // DynamicCache), or in fixed-size blocks carved from a pre-reserved share of the GPU (vLLM).
 enum class kv_cache_kind { static_cache, dynamic, paged };
 
-// Whose code serves: transformers generate(), litgpt generate, vLLM, llama.cpp.
-enum class serving_framework { transformers, litgpt, vllm, llama_cpp };
+// Whose code serves: transformers generate(), litgpt generate, vLLM, llama.cpp, AutoAWQ's fused
+// modules under transformers' generate() (from_quantized with fuse_layers, its default).
+enum class serving_framework { transformers, litgpt, vllm, llama_cpp, autoawq };
 
 // Their names in requests and answers: static, dynamic, paged; transformers, litgpt, vllm,
-// llama_cpp.
+// llama_cpp, autoawq.
 std::optional<kv_cache_kind> kv_cache_kind_named(const std::string& name);
 // Whether transformers `release` ran eager attention unless told otherwise: before 4.36, whose
 // pull request 26572 made SDPA the default (generate_release.cpp).
@@ -65,6 +66,10 @@ struct inference_config {
   // transformers' release (framework transformers): what generate() computes and keeps changed
   // with it (generate_release); unset: today's.
   std::optional<library_release> transformers;
+  // AutoAWQ's release (framework autoawq): its fused modules changed with it (autoawq_fused.hpp);
+  // unset: its last, 0.2.9. Its cache holds kv_cache_tokens (max_seq_len; 0: the release's
+  // default).
+  std::optional<library_release> autoawq;
   std::uint64_t tp_degree = 1;
   std::uint64_t pp_degree = 1;  // layers split over pp_degree GPUs; this replay is pp_stage
   std::uint64_t pp_stage = 0;

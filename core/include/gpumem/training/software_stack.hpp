@@ -14,8 +14,15 @@ namespace gpumem {
 struct library_release {
   unsigned major_number = 0;
   unsigned minor_number = 0;
+  // The third number, for libraries whose behaviour changes within a minor release (AutoAWQ
+  // 0.2.x); a post-release suffix is not read (AutoAWQ 0.2.7.post3 reads as 0.2.7).
+  unsigned patch_number = 0;
   bool before(unsigned major, unsigned minor) const {
     return major_number < major || (major_number == major && minor_number < minor);
+  }
+  bool before(unsigned major, unsigned minor, unsigned patch) const {
+    return before(major, minor) ||
+           (major_number == major && minor_number == minor && patch_number < patch);
   }
 };
 
