@@ -222,6 +222,15 @@ test('vLLM: the KV capacity is the answer, and a short cache is the limit a row 
   await page.close();
 });
 
+test('AutoAWQ serving an AWQ checkpoint: the numbers of the facade, its cache allocated at load', async () => {
+  const page = await b.open('?v=1&phase=inference&fw=autoawq&model=Qwen%2FQwen2.5-14B-Instruct-AWQ&gpu=l4&seq=1024&new=128');
+  const want = expected(stateOf(page));
+  assert.equal(await shownPeak(page), want.peak_bytes);
+  assert.equal(await page.inputValue('#gm-fw'), 'autoawq');
+  assert.ok(want.notes.some((n) => /AutoAWQ 0\.2\.9 .*max_seq_len 2048 tokens/.test(n)), want.notes.join(' | '));
+  await page.close();
+});
+
 test('the share link holds a pasted config.json, compressed, and restores it', async () => {
   const config = { model_type: 'llama', hidden_size: 2048, num_hidden_layers: 16, num_attention_heads: 32, num_key_value_heads: 8,
     intermediate_size: 8192, vocab_size: 128256, max_position_embeddings: 131072, tie_word_embeddings: true };

@@ -254,6 +254,20 @@ for i in range(12):
                                       'model': gen.choice(['meta-llama/Llama-3.2-1B', 'Qwen/Qwen2.5-0.5B', 'TinyLlama/TinyLlama-1.1B-Chat-v1.0']),
                                       'cluster': {'gpu': 'a100-sxm4-80gb'}, 'workload': w})
 
+# AutoAWQ's fused modules by release: its AWQ preset and Llama-like models read as AWQ
+# checkpoints, prompts around its 2,048-token default, stated max_seq_len and batches.
+gen = random.Random(44)
+for i in range(12):
+    w = {'phase': 'inference', 'framework': 'autoawq', 'micro_batch': gen.choice([1, 2, 8]),
+         'seq_len': gen.choice([128, 1024, 3000]), 'new_tokens': gen.choice([1, 64, 512]),
+         'software': {'autoawq': gen.choice(['0.1.8', '0.2.4', '0.2.6', '0.2.7', '0.2.8', '0.2.9'])}}
+    model = gen.choice(['Qwen/Qwen2.5-14B-Instruct-AWQ', 'meta-llama/Llama-3.2-1B', 'TinyLlama/TinyLlama-1.1B-Chat-v1.0'])
+    if model != 'Qwen/Qwen2.5-14B-Instruct-AWQ':
+        w['weights'] = 'awq_4bit'
+    if gen.random() < 0.3:
+        w['kv_cache'] = {'tokens': gen.choice([4096, 8192])}
+    add(f'autoawq {i}', {'command': 'estimate', 'model': model, 'cluster': {'gpu': 'a100-sxm4-80gb'}, 'workload': w})
+
 requests.sort(key=lambda r: 0)  # keep generation order
 # The corpus only grows: requests already recorded keep their text (the random choices above draw
 # from the catalogue, which grows), and new names are appended.

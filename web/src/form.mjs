@@ -32,7 +32,9 @@ export function applies(key, state, model) {
   if (isLlmem(state) && !LLMEM_TAKES.includes(key)) return false;
   if (['r', 'ldrop', 'targets', 'save'].includes(key) && (state.ft === 'full' || state.ft === 'ia3')) return false;
   // litgpt, torchtune, unsloth and torchtitan run their own loops and losses, and torch 2.
-  if (['loop', 'torch', 'peft', 'tf'].includes(key) && state.fw !== 'transformers') return false;
+  if (['loop', 'torch', 'peft'].includes(key) && state.fw !== 'transformers') return false;
+  // (AutoAWQ serves under transformers' generate: its release still applies.)
+  if (key === 'tf' && !['transformers', 'autoawq'].includes(state.fw)) return false;
   // bitsandbytes' release changes what its 4-bit base keeps.
   if (key === 'bnb' && !runsBitsandbytes4bit(state.ft, state.fw)) return false;
   // The decoder's length, for a pasted encoder-decoder (T5) only.

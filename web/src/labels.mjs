@@ -16,7 +16,7 @@ export const CHOICES = {
   ckpt: { 0: 'Off', 1: 'Every block', selective: 'Selective (attention core; torchtitan: per op)', auto: 'The plan chooses (off for one method)' },
   fw: {
     transformers: 'transformers + PEFT', litgpt: 'litgpt', torchtune: 'torchtune', unsloth: 'unsloth (LoRA)',
-    torchtitan: 'torchtitan (full)', vllm: 'vLLM', llama_cpp: 'llama.cpp',
+    torchtitan: 'torchtitan (full)', vllm: 'vLLM', llama_cpp: 'llama.cpp', autoawq: 'AutoAWQ (fused, serving)',
   },
   loop: {
     trainer: 'HF Trainer / TRL', outputs: 'Loop keeping outputs (accelerate, PEFT)',

@@ -42,7 +42,7 @@ export const FIELDS = {
   // Gradient checkpointing: none, every block, or selective (workload.grad_ckpt "selective").
   ckpt: { default: '1', choices: ['0', '1', 'selective', 'auto'] },
   attn: { default: 'sdpa', choices: ['sdpa', 'eager', 'flash'] },
-  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan', 'vllm', 'llama_cpp'] },
+  fw: { default: 'transformers', choices: ['transformers', 'litgpt', 'torchtune', 'unsloth', 'torchtitan', 'vllm', 'llama_cpp', 'autoawq'] },
   // How a transformers training loop takes its loss and holds the outputs (workload.loss,
   // workload.keep_outputs): the HF Trainer's way, a loop keeping `outputs`, the script's own
   // cross-entropy in a LightningModule or in a loop keeping the logits.
@@ -223,7 +223,7 @@ function trainingWorkload(state, plan, model) {
 // Serving: the effective framework (GGUF weights run under llama.cpp, which takes nothing else).
 export function servingFramework(state) {
   if (state.weights.startsWith('gguf_')) return 'llama_cpp';
-  return ['transformers', 'litgpt', 'vllm', 'llama_cpp'].includes(state.fw) ? state.fw : 'transformers';
+  return ['transformers', 'litgpt', 'vllm', 'llama_cpp', 'autoawq'].includes(state.fw) ? state.fw : 'transformers';
 }
 
 function inferenceWorkload(state) {
@@ -235,11 +235,14 @@ function inferenceWorkload(state) {
   w.framework = servingFramework(state);
   // llama.cpp runs a GGUF file: its own quantisation, whatever the checkpoint's.
   if (w.framework === 'llama_cpp' && !state.weights.startsWith('gguf_')) w.weights = 'gguf_q4_k_m';
+  // AutoAWQ serves AWQ checkpoints: the model's AWQ release, when the weights are left to the
+  // checkpoint.
+  if (w.framework === 'autoawq' && state.weights === 'auto') w.weights = 'awq_4bit';
   const kv = {};
   if (state.kv !== 'auto') kv.kind = state.kv;
   if (state.kvdtype !== 'auto') kv.dtype = state.kvdtype;
   if (Object.keys(kv).length) w.kv_cache = kv;
-  if (w.framework === 'transformers' && state.tf.trim()) w.software = { transformers: state.tf.trim() };
+  if (['transformers', 'autoawq'].includes(w.framework) && state.tf.trim()) w.software = { transformers: state.tf.trim() };
   return w;
 }
 
