@@ -65,15 +65,6 @@ std::string serialized(const ordered_json& out) {
   return text;
 }
 
-// Text an error echoes from the request, cut to a readable length at a character's start (a 10 MB
-// key made a 20 MB error).
-std::string readable(const std::string& text, std::size_t limit) {
-  if (text.size() <= limit) return text;
-  std::size_t cut = limit;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "…";
-}
-
 std::string respond_error(const error& e) {
   ordered_json out;
   out["api_version"] = api_version;

@@ -153,6 +153,13 @@ void writer::value(const json& v) {
 
 }  // namespace
 
+std::string readable(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
 json json_object(std::size_t members) {
   json out = json::object();
   out.get_ref<json::object_t&>().reserve(members);

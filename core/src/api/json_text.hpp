@@ -17,6 +17,10 @@ void append_json_text(std::string& out, const nlohmann::ordered_json& value);
 // object that outgrew its capacity deep-copied every subtree already in it.
 nlohmann::ordered_json json_object(std::size_t members);
 
+// Text an error echoes from the request, cut to a readable length at a character's start (a 10 MB
+// key made a 20 MB error).
+std::string readable(const std::string& text, std::size_t limit);
+
 // An object's members, for appending keys it does not have yet: no search for the key and none of
 // the deep copies nlohmann's initializer lists make of every nested value (a tenth of an LLMem
 // answer's time went to building its cluster object that way).

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api/json_text.hpp"
 #include "api/request_reader.hpp"
 
 namespace gpumem {
@@ -12,10 +13,8 @@ using json = nlohmann::ordered_json;
 namespace {
 
 error invalid(const std::string& field, const std::string& expected, const json& got) {
-  const std::string text = got.dump();
   return error{"request.invalid_type", field,
-               "[" + field + "] must be " + expected + ", got " +
-                   (text.size() > 60 ? text.substr(0, 57) + "..." : text)};
+               "[" + field + "] must be " + expected + ", got " + readable(got.dump(), 60)};
 }
 
 std::optional<error> check_preset(const json& preset, const std::string& where) {

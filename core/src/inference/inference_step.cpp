@@ -141,34 +141,10 @@ class inference_replay {
       int q = matmul(rows * d.q * a, w.attention);
       int k = matmul(rows * d.kv * a, w.attention);
       int v = matmul(rows * d.v * a, w.attention, kept);
-      if (awq_) {
-        // q, k and v are views of the fused projection's output (fuse_qkv), alive through the
-        // attention.
-        int attended = autoawq_attention(p, d, rows);
-        tl_.free(q);
-        tl_.free(k);
-        tl_.free(v);
-        int projected = matmul(rows * d.hidden * a, w.attention);
-        tl_.free(attended);
-        tl_.free(normed);
-        x = residual(x, projected, rows);
-        x = mlp(layer, d, w, x, rows);
-        continue;
-      }
-      // apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, rotate_half a concatenated copy.
-      for (int* t : {&q, &k}) {
-        const std::uint64_t bytes = rows * (t == &q ? d.q : d.kv) * a;
-        const int rotated = tl_.allocate(bytes, t == &k ? kept : cat::activations);
-        const int scratch = tl_.allocate(bytes, cat::activations);
-        tl_.free(scratch);
-        tl_.free(*t);
-        *t = rotated;
-      }
-      if (p.creates_cache) {
-        cache.push_back(k);
-        cache.push_back(v);
-      }
-      int attended = attention(p, d, layer);
+      // AutoAWQ's q, k and v are views of its fused projection's output (fuse_qkv), alive through
+      // its attention, which rotates them itself.
+      const int attended = awq_ ? autoawq_attention(p, d, rows)
+                                : rotated_attention(p, d, layer, q, k, v, kept, rows, cache);
       tl_.free(q);
       if (!p.creates_cache) {
         tl_.free(k);
@@ -226,6 +202,26 @@ class inference_replay {
     tl_.free(repeated);
     tl_.free(normed);
     return residual(x, down, rows);
+  }
+
+  // transformers' attention: apply_rotary_pos_emb (q * cos + rotate_half(q) * sin, rotate_half a
+  // concatenated copy) replaces q and k; a dynamic cache keeps the prefill's rotated k and its v.
+  int rotated_attention(const pass& p, const layer_dims& d, const layer_spec& layer, int& q, int& k,
+                        int v, cat kept, std::uint64_t rows, std::vector<int>& cache) {
+    const std::uint64_t a = c_.activation_bytes;
+    for (int* t : {&q, &k}) {
+      const std::uint64_t bytes = rows * (t == &q ? d.q : d.kv) * a;
+      const int rotated = tl_.allocate(bytes, t == &k ? kept : cat::activations);
+      const int scratch = tl_.allocate(bytes, cat::activations);
+      tl_.free(scratch);
+      tl_.free(*t);
+      *t = rotated;
+    }
+    if (p.creates_cache) {
+      cache.push_back(k);
+      cache.push_back(v);
+    }
+    return attention(p, d, layer);
   }
 
   // AutoAWQ's prefill (prepare_attention_mask, 0.1.6-0.2.7): a (1, 1, S, S) causal mask made in
