@@ -220,38 +220,6 @@ std::string inference_estimate(const json& request, training_context& c) {
   return respond("estimate", std::move(result), ordered_json(c.warnings));
 }
 
-// workload.train_tokens (the tokens to train on: a dataset's times its epochs): how long a run
-// of `tokens_per_s` (a plan's choice) takes over them, and at
-// cluster.price_per_gpu_hour what it costs; null when not asked or not timed.
-result<ordered_json> time_and_cost_json(const json& request, double tokens_per_s,
-                                        const cluster_spec& cluster) {
-  config_reader in(member_object(request, "workload"), "workload", "request");
-  const std::uint64_t tokens = in.optional({"train_tokens"}, 0, 1ULL << 50);
-  if (auto problem = in.problem("")) return *problem;
-  if (tokens == 0 || !(tokens_per_s > 0)) return ordered_json();
-  const double seconds = static_cast<double>(tokens) / tokens_per_s;
-  const double hours = seconds / 3600.0;
-  ordered_json out = ordered_json::object();
-  out["train_tokens"] = tokens;
-  out["train_time_s"] = seconds;
-  out["gpu_hours"] = hours * static_cast<double>(cluster.gpus);
-  out["cost"] = nullptr;
-  std::string sentence =
-      grouped_number(static_cast<double>(tokens), 0) + " training tokens take about " +
-      (hours >= 48  ? grouped_number(hours / 24, 1) + " days"
-       : hours >= 1 ? grouped_number(hours, 1) + " hours"
-                    : grouped_number(seconds / 60, 0) + " minutes") +
-      " (" + grouped_number(hours * static_cast<double>(cluster.gpus), 0) + " GPU-hours)";
-  if (cluster.price_per_gpu_hour > 0) {
-    const double cost = hours * static_cast<double>(cluster.gpus) * cluster.price_per_gpu_hour;
-    out["cost"] = cost;
-    sentence += ", about $" + grouped_number(cost, cost < 100 ? 2 : 0) + " at $" +
-                grouped_number(cluster.price_per_gpu_hour, 2) + " per GPU-hour";
-  }
-  out["sentence"] = sentence + ".";
-  return out;
-}
-
 // The detailed estimator for training: the step replayed through the caching allocator.
 std::string detailed_estimate(const json& request, training_context& c) {
   if (is_inference(request)) return inference_estimate(request, c);

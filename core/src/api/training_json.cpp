@@ -1,14 +1,18 @@
 #include "api/training_json.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "api/estimate_json.hpp"
 #include "api/json_text.hpp"
+#include "api/number_text.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/parallel/gemini_placement.hpp"
 #include "gpumem/parallel/offload.hpp"
 #include "gpumem/plan/planner.hpp"
 #include "gpumem/training/training_step.hpp"
+#include "model/config_reader.hpp"
+#include "plan/boundary_search.hpp"
 
 namespace gpumem {
 
@@ -172,38 +176,43 @@ result<job_replay> replay_job(const model_spec& spec, const cluster_spec& cluste
 
 // solve "max_batch": the largest micro-batch whose replay fits with the headroom left, up to
 // `upper` (0 when not even one sequence does); a batch too large to count exactly does not fit.
+// Searched as a plan searches (plan/boundary_search.hpp, from the same footprints), so that a
+// plan of one method and this solve agree.
 result<std::uint64_t> solve_max_batch(const model_spec& spec, const cluster_spec& cluster,
                                       const training_job& job, std::uint64_t upper) {
   training_job trial = job;
   trial.config.timeline_samples = 0;
-  auto fits = [&](std::uint64_t batch) -> result<bool> {
+  std::optional<error> failure;
+  std::uint64_t per_sequence = 0;
+  const auto probe = [&](std::uint64_t batch) {
     trial.config.micro_batch = batch;
-    auto replay = replay_job(spec, cluster, trial, "device_used");
-    if (!replay.ok() && replay.failure().code == "request.too_large") return false;
-    if (!replay.ok()) return replay.failure();
-    return replay.value().verdict == fit_verdict::fits;
+    auto replay =
+        failure ? result<job_replay>(*failure) : replay_job(spec, cluster, trial, "device_used");
+    if (!replay.ok()) {
+      if (replay.failure().code != "request.too_large") failure = replay.failure();
+      return boundary_probe{false, ~0ULL};
+    }
+    // The stage of most device memory (the first on a tie), as a plan's footprint.
+    const training_estimate* busiest = nullptr;
+    std::uint64_t bytes = 0;
+    for (const auto& e : replay.value().stages) {
+      const std::uint64_t used = device_used_bytes(e, cluster.cuda_context_bytes);
+      if (busiest && used <= bytes) continue;
+      busiest = &e;
+      bytes = used;
+    }
+    if (batch == 1 && busiest) per_sequence = bytes_per_sequence(*busiest);
+    return boundary_probe{replay.value().verdict == fit_verdict::fits, bytes};
   };
-  auto first = fits(1);
-  if (!first.ok()) return first.failure();
-  if (!first.value() || upper < 1) return std::uint64_t{0};
-  // Double, then bisect: lo fits, hi does not (or is past the bound).
-  std::uint64_t lo = 1;
-  std::uint64_t hi = 2;
-  while (hi <= upper) {
-    auto ok = fits(hi);
-    if (!ok.ok()) return ok.failure();
-    if (!ok.value()) break;
-    lo = hi;
-    hi *= 2;
-  }
-  hi = std::min(hi, upper + 1);
-  while (hi - lo > 1) {
-    const std::uint64_t mid = lo + (hi - lo) / 2;
-    auto ok = fits(mid);
-    if (!ok.ok()) return ok.failure();
-    (ok.value() ? lo : hi) = mid;
-  }
-  return lo;
+  const boundary_probe first = probe(1);
+  if (failure) return *failure;
+  if (!first.holds || upper < 1) return std::uint64_t{0};
+  const std::uint64_t usable = cluster.gpu.memory_bytes - cluster.headroom_bytes;
+  const boundary_start start{1, first.bytes, upper + 1, usable,
+                             per_sequence > 0 ? per_sequence : first.bytes};
+  const std::uint64_t best = search_boundary(start, probe);
+  if (failure) return *failure;
+  return best;
 }
 
 ordered_json parallel_json(const json& request, const training_job& job) {
@@ -307,6 +316,35 @@ result<ordered_json> training_estimate_json(const json& request, const model_spe
   out["notes"] = std::move(notes);
   if (r.host_reported) out["offload"] = offload_json(r.host, cluster);
   if (!solution.is_null()) out["solution"] = std::move(solution);
+  return out;
+}
+
+result<ordered_json> time_and_cost_json(const ordered_json& request, double tokens_per_s,
+                                        const cluster_spec& cluster) {
+  config_reader in(member_object(request, "workload"), "workload", "request");
+  const std::uint64_t tokens = in.optional({"train_tokens"}, 0, 1ULL << 50);
+  if (auto problem = in.problem("")) return *problem;
+  if (tokens == 0 || !(tokens_per_s > 0)) return ordered_json();
+  const double seconds = static_cast<double>(tokens) / tokens_per_s;
+  const double hours = seconds / 3600.0;
+  ordered_json out = ordered_json::object();
+  out["train_tokens"] = tokens;
+  out["train_time_s"] = seconds;
+  out["gpu_hours"] = hours * static_cast<double>(cluster.gpus);
+  out["cost"] = nullptr;
+  std::string sentence =
+      grouped_number(static_cast<double>(tokens), 0) + " training tokens take about " +
+      (hours >= 48  ? grouped_number(hours / 24, 1) + " days"
+       : hours >= 1 ? grouped_number(hours, 1) + " hours"
+                    : grouped_number(seconds / 60, 0) + " minutes") +
+      " (" + grouped_number(hours * static_cast<double>(cluster.gpus), 0) + " GPU-hours)";
+  if (cluster.price_per_gpu_hour > 0) {
+    const double cost = hours * static_cast<double>(cluster.gpus) * cluster.price_per_gpu_hour;
+    out["cost"] = cost;
+    sentence += ", about $" + grouped_number(cost, cost < 100 ? 2 : 0) + " at $" +
+                grouped_number(cluster.price_per_gpu_hour, 2) + " per GPU-hour";
+  }
+  out["sentence"] = sentence + ".";
   return out;
 }
 

@@ -27,4 +27,10 @@ result<nlohmann::ordered_json> training_estimate_json(const nlohmann::ordered_js
                                                       const training_answer_options& options,
                                                       std::vector<std::string>& warnings);
 
+// workload.train_tokens (the tokens to train on: a dataset's times its epochs): how long a run
+// of `tokens_per_s` (a plan's choice) takes over them, and at cluster.price_per_gpu_hour what it
+// costs; null when not asked or not timed.
+result<nlohmann::ordered_json> time_and_cost_json(const nlohmann::ordered_json& request,
+                                                  double tokens_per_s, const cluster_spec& cluster);
+
 }  // namespace gpumem

@@ -10,6 +10,7 @@
 #include "api/number_text.hpp"
 #include "gpumem/parallel/offload.hpp"
 #include "plan/adapter_cost.hpp"
+#include "plan/boundary_search.hpp"
 #include "plan/plan_choice.hpp"
 #include "training/framework.hpp"
 
@@ -410,32 +411,27 @@ footprint detailed_search::footprint_at(training_config& config, std::uint64_t b
   return f;
 }
 
-// Doubling, then bisecting, up to options.max_micro_batch.
+// The largest micro-batch up to options.max_micro_batch that fits, probed where the footprints
+// seen so far put the GPU's usable memory (boundary_search.hpp), as solve "max_batch" does.
 batch_search detailed_search::search_batch(training_config& config) {
   batch_search out;
-  const auto fits = [&](std::uint64_t b) {
+  const auto probe = [&](std::uint64_t b) {
     footprint f = footprint_at(config, b);
-    const bool fit = f.fits;
+    const boundary_probe result{f.fits, f.gpu};
     if (b == (fixed_batch ? fixed_batch : 1)) out.at_one = f;
-    if (fit) out.at_good = std::move(f);
-    return fit;
+    if (f.fits) out.at_good = std::move(f);
+    return result;
   };
   // A micro-batch the request fixes is tried alone; otherwise the largest that fits.
   const std::uint64_t first = fixed_batch ? fixed_batch : 1;
   out.first = first;
   std::uint64_t good = 0;
-  if (fits(first) && !fixed_batch) {
-    good = 1;
-    std::uint64_t bad = 2;
-    while (bad <= options.max_micro_batch && fits(bad)) {
-      good = bad;
-      bad *= 2;
-    }
-    bad = std::min(bad, options.max_micro_batch + 1);
-    while (bad - good > 1) {
-      const std::uint64_t mid = good + (bad - good) / 2;
-      (fits(mid) ? good : bad) = mid;
-    }
+  const boundary_probe at_first = probe(first);
+  if (at_first.holds && !fixed_batch) {
+    const std::uint64_t per_sequence = bytes_per_sequence(out.at_one.estimate);
+    const boundary_start start{1, at_first.bytes, options.max_micro_batch + 1, usable,
+                               per_sequence > 0 ? per_sequence : at_first.bytes};
+    good = search_boundary(start, probe);
   } else if (fixed_batch && out.at_one.fits) {
     good = fixed_batch;
   }

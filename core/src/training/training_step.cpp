@@ -183,6 +183,12 @@ std::uint64_t device_used_bytes(const training_estimate& estimate,
          cuda_context_bytes + cuda_libraries_bytes();
 }
 
+std::uint64_t bytes_per_sequence(const training_estimate& at_one_sequence) {
+  const auto& live = at_one_sequence.peak.by_category;
+  return live[static_cast<std::size_t>(memory_category::activations)] +
+         live[static_cast<std::size_t>(memory_category::logits_and_loss)];
+}
+
 std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
                              std::uint64_t reserved, std::uint64_t device_used) {
   return metric == "allocated" ? allocated : metric == "reserved" ? reserved : device_used;

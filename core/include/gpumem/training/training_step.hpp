@@ -377,6 +377,11 @@ std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const traini
 std::uint64_t device_used_bytes(const training_estimate& estimate,
                                 std::uint64_t cuda_context_bytes);
 
+// What one more sequence of the micro-batch is expected to add to the peak, judged from a replay
+// at one sequence: the activations and the logits alive at its peak (the micro-batch searches
+// start from it, plan/boundary_search.hpp); 0 when the peak held neither.
+std::uint64_t bytes_per_sequence(const training_estimate& at_one_sequence);
+
 // A replay's peak in `metric`: "allocated", "reserved" or (anything else) "device_used".
 std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
                              std::uint64_t reserved, std::uint64_t device_used);
