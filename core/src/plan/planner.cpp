@@ -515,16 +515,8 @@ void detailed_search::time_candidate(plan_candidate& c, const footprint& f, std:
         m_batches * static_cast<double>(batch * workload.seq_len) / c.speed.step_s;
     c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / p;
   }
-  if (c.offload.any()) {
-    // The offload's traffic and CPU step lengthen the step (offload.hpp).
-    c.speed.offload_s = offload_seconds(f.host, c.speed.step_s,
-                                        cluster.gpu.host_link_bandwidth_bytes_per_s, cluster.host);
-    const double tokens =
-        static_cast<double>(batch * workload.seq_len * cluster.gpus * c.grad_accumulation);
-    c.speed.step_s += c.speed.offload_s;
-    c.speed.tokens_per_s = tokens / c.speed.step_s;
-    c.speed.tokens_per_s_per_gpu = c.speed.tokens_per_s / static_cast<double>(cluster.gpus);
-  }
+  // The offload's traffic and CPU step lengthen the step (offload.hpp).
+  if (c.offload.any()) add_offload_time(c.speed, f.host, cluster);
 }
 
 // Why the framework does not run `parallelism` for this fine-tuning (nothing when it does).

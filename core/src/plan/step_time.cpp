@@ -298,4 +298,18 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   return out;
 }
 
+void add_offload_time(step_time& speed, const host_footprint& host, const cluster_spec& cluster) {
+  const double before = speed.step_s;
+  if (host.cpu_optimizer_params > 0) {
+    speed.step_s -= speed.optimizer_s;
+    speed.optimizer_s = 0;
+  }
+  speed.offload_s = offload_seconds(host, speed.step_s, cluster.gpu.host_link_bandwidth_bytes_per_s,
+                                    cluster.host);
+  speed.step_s += speed.offload_s;
+  if (speed.step_s <= 0) return;
+  speed.tokens_per_s *= before / speed.step_s;
+  speed.tokens_per_s_per_gpu *= before / speed.step_s;
+}
+
 }  // namespace gpumem

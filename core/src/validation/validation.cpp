@@ -26,12 +26,11 @@ namespace {
 
 // The timing model's method for the point's parallel layout; "" with a note when unmodelled.
 std::string method_for(const json& parallel, std::string& note) {
-  const std::string method = text_or(parallel, "method", "");
+  std::string method = text_or(parallel, "method", "");
   auto degree = [&](const char* key) { return count_or_one(parallel, key); };
-  if (flag_or(parallel, "cpu_offload", false)) {
-    note = "offloaded runs are timed by the offload model (not yet built)";
-    return "";
-  }
+  // The format names offloaded ZeRO-3 and FSDP runs apart; their traffic is offloaded().
+  if (method == "zero3_cpu_offload") method = "zero3";
+  if (method == "fsdp_cpu_offload") method = "fsdp_full_shard";
   if (degree("pp") > 1 || degree("cp") > 1) {
     note = "pipeline and context parallelism are not in the step-time model";
     return "";
@@ -139,6 +138,25 @@ std::string beyond_peak(const scored_point& point, const step_time& speed, doubl
          grouped_number(peak / 1e12, 0) + ": its model, batch or throughput is probably misread";
 }
 
+// Whether a point's run moved states to host memory or NVMe.
+bool is_offloaded(const json& parallel) {
+  return flag_or(parallel, "cpu_offload", false) || !parallel.value("offload", json()).is_null();
+}
+
+// An offloaded point's step: the seconds its host traffic and CPU optimizer add (offload.hpp, as
+// a plan times an offload candidate), from the replay of its step as the memory scoring reads it;
+// why it cannot be timed ("" when it can).
+std::string time_offload(const json& p, const model_spec& spec, const cluster_spec& cluster,
+                         step_time& speed) {
+  training_config config;
+  std::string defaults;
+  if (auto why = training_config_for(p, config, defaults); !why.empty()) return why;
+  auto estimate = estimate_training_step(spec, config, cluster.gpu);
+  if (!estimate.ok()) return estimate.failure().message;
+  add_offload_time(speed, offload_footprint(spec, config, estimate.value()), cluster);
+  return "";
+}
+
 }  // namespace
 
 error_summary summarize(const std::vector<double>& abs_errors) {
@@ -211,16 +229,26 @@ step_time_report validate_step_time(const json& points) {
     const std::string named = text_or(parallel, "method", "");
     options.optimizer_sharded = named != "ddp" && named != "single";
     options.gathers_per_module = named.rfind("zero3", 0) == 0;
-    const auto speed =
-        estimate_step_time(spec.value(), counts.value(), cluster.value(),
-                           parallel_for(method, count_or_one(parallel, "tp")),
-                           micro.get<std::uint64_t>(), seq.get<std::uint64_t>(), options);
+    auto speed = estimate_step_time(spec.value(), counts.value(), cluster.value(),
+                                    parallel_for(method, count_or_one(parallel, "tp")),
+                                    micro.get<std::uint64_t>(), seq.get<std::uint64_t>(), options);
+    const bool offloaded = is_offloaded(parallel);
+    if (offloaded) {
+      if (auto why = time_offload(p, spec.value(), cluster.value(), speed); !why.empty()) {
+        skip(why);
+        continue;
+      }
+    }
     if (auto why = compare_throughput(throughput, speed, out); !why.empty()) {
       skip(why);
       continue;
     }
     out.note =
         "read as " + method + " on " + gpu_id + (options.recompute > 0 ? ", recomputing" : "");
+    if (offloaded) {
+      out.note += "; the offload adds " + grouped_number(speed.offload_s, 1) +
+                  " s (host link, NVMe and the CPU optimizer at the default host speeds)";
+    }
     out.note +=
         beyond_peak(out, speed, matmul_flops(cluster.value().gpu, options.bf16, options.fp32));
     by_method[out.method].push_back(std::fabs(out.relative_error));

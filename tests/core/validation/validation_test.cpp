@@ -241,6 +241,26 @@ TEST_CASE("a measured throughput beyond the GPU's dense peak is said in the poin
   CHECK(read(1e9).find("above the GPU's dense peak of 989") != std::string::npos);
 }
 
+TEST_CASE("an offloaded point is timed with its host traffic and CPU optimizer step") {
+  const nlohmann::json workload = {
+      {"phase", "train"},     {"finetune", "full"}, {"weights", "fp32"}, {"compute", "amp_bf16"},
+      {"optimizer", "adamw"}, {"micro_batch", 1},   {"seq_len", 128}};
+  nlohmann::json plain = small_point(workload, {{"method", "zero3"}, {"gpus", 1}});
+  nlohmann::json offloaded = small_point(
+      workload, {{"method", "zero3_cpu_offload"},
+                 {"gpus", 1},
+                 {"cpu_offload", true},
+                 {"offload", {{"optimizer", "cpu"}, {"params", "cpu"}, {"gradients", "cpu"}}}});
+  for (auto* p : {&plain, &offloaded}) (*p)["throughput"] = {{"step_time_s", 1.0}};
+  const auto report = validate_step_time(nlohmann::json::array({plain, offloaded}));
+  REQUIRE(report.points.size() == 2);
+  REQUIRE(report.points[0].scored);
+  REQUIRE(report.points[1].scored);
+  CHECK(report.points[1].note.find("the offload adds") != std::string::npos);
+  // The CPU steps every parameter at the default 1e9 a second: slower than the GPU's own step.
+  CHECK(report.points[1].estimated > report.points[0].estimated);
+}
+
 TEST_CASE("a pipeline-parallel training point is estimated at its busiest stage") {
   // A wide vocabulary makes the last stage (LM head and loss) the busiest; a narrow one with
   // long sequences the first (two micro-batches in flight under 1F1B).

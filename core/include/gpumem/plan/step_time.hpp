@@ -13,6 +13,7 @@
 
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/model/param_count.hpp"
+#include "gpumem/parallel/offload.hpp"
 #include "gpumem/plan/estimate.hpp"
 #include "gpumem/runtime/hardware.hpp"
 
@@ -150,5 +151,10 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                              const cluster_spec& cluster, const parallel_config& parallel,
                              std::uint64_t micro_batch, std::uint64_t seq_len,
                              const step_time_options& options);
+
+// A step that offloads (offload.hpp): the seconds its host traffic, NVMe swaps and CPU optimizer
+// add beyond the compute they overlap (offload_seconds); where the CPU steps the optimizer, the
+// GPU's optimizer step is not run. step_s and both rates follow.
+void add_offload_time(step_time& speed, const host_footprint& host, const cluster_spec& cluster);
 
 }  // namespace gpumem
