@@ -1,6 +1,9 @@
 #include "gpumem/inference/inference_solver.hpp"
 
 #include <algorithm>
+#include <optional>
+
+#include "plan/boundary_search.hpp"
 
 namespace gpumem {
 
@@ -25,6 +28,29 @@ fit_verdict serving_verdict(const inference_estimate& e, const inference_config&
                         static_cast<double>(config.prompt_tokens + config.new_tokens);
   return demand > static_cast<double>(e.kv_capacity_tokens) * (1.0 - headroom) ? fit_verdict::tight
                                                                                : fit_verdict::fits;
+}
+
+// What a probe of the solver is judged by, in bytes against memory_limit: the busiest stage's
+// device memory, or under vLLM's paged cache (its reservation fixed by gpu_memory_utilization)
+// the tokens the request asks of the KV capacity less the headroom's share, scaled so that the
+// card's memory is the capacity.
+std::uint64_t probe_bytes(const inference_ranks& ranks, const inference_config& config,
+                          std::uint64_t memory, std::uint64_t usable,
+                          std::uint64_t cuda_context_bytes) {
+  double worst = 0;
+  for (const auto& e : ranks.stages) {
+    double bytes = static_cast<double>(inference_device_used(e, cuda_context_bytes));
+    if (config.kv == kv_cache_kind::paged) {
+      const double headroom =
+          memory > 0 ? static_cast<double>(memory - usable) / static_cast<double>(memory) : 0.0;
+      const double allowed = static_cast<double>(e.kv_capacity_tokens) * (1.0 - headroom);
+      const double demand = static_cast<double>(config.batch) *
+                            static_cast<double>(config.prompt_tokens + config.new_tokens);
+      bytes = allowed > 0 ? static_cast<double>(memory) * demand / allowed : 1e30;
+    }
+    worst = std::max(worst, bytes);
+  }
+  return worst >= 1.8e19 ? ~0ULL : static_cast<std::uint64_t>(worst);
 }
 
 }  // namespace
@@ -74,40 +100,40 @@ result<inference_solution> solve_inference_limit(const model_spec& spec,
   // The value tried: tokens per sequence (prompt + new_tokens, the prompt at least 1) or
   // sequences.
   const std::uint64_t lowest = context ? config.new_tokens + 1 : 1;
-  auto fits = [&](std::uint64_t value) -> result<bool> {
+  std::optional<error> failure;
+  const std::uint64_t limit_bytes = memory_limit(config, gpu.memory_bytes, usable_bytes);
+  const auto probe = [&](std::uint64_t value) {
     if (context) {
       trial.prompt_tokens = value - config.new_tokens;
     } else {
       trial.batch = value;
     }
-    auto ranks = estimate_inference_ranks(spec, trial, gpu, usable_bytes, cuda_context_bytes);
-    if (!ranks.ok() && ranks.failure().code == "request.too_large") return false;
-    if (!ranks.ok()) return ranks.failure();
-    return ranks.value().fits;
+    auto ranks = failure
+                     ? result<inference_ranks>(*failure)
+                     : estimate_inference_ranks(spec, trial, gpu, usable_bytes, cuda_context_bytes);
+    if (!ranks.ok()) {
+      if (ranks.failure().code != "request.too_large") failure = ranks.failure();
+      return boundary_probe{false, ~0ULL};
+    }
+    return boundary_probe{ranks.value().fits, probe_bytes(ranks.value(), trial, gpu.memory_bytes,
+                                                          usable_bytes, cuda_context_bytes)};
   };
   inference_solution out;
   if (upper < lowest) {
     out.capped = true;  // no length fits within the bound (the model's positions)
     return out;
   }
-  auto first = fits(lowest);
-  if (!first.ok()) return first.failure();
-  if (!first.value()) return out;
-  // Invariant: lo fits, hi + 1 does not (or hi is the bound).
-  std::uint64_t lo = lowest;
-  std::uint64_t hi = upper;
-  while (lo < hi) {
-    const std::uint64_t mid = lo + (hi - lo + 1) / 2;
-    auto ok = fits(mid);
-    if (!ok.ok()) return ok.failure();
-    if (ok.value()) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  out.value = lo;
-  out.capped = lo == upper;
+  const boundary_probe first = probe(lowest);
+  if (failure) return *failure;
+  if (!first.holds) return out;
+  // From the lowest value on, the footprint's growth is learnt from the probes (no hint: the
+  // first guess is the bound, then the secant across the bracket; boundary_search.hpp). The
+  // footprint grows with the tokens and the sequences, so the boundary is the one bisection finds.
+  out.value = upper == lowest
+                  ? lowest
+                  : search_boundary({lowest, first.bytes, upper + 1, limit_bytes, 0}, probe);
+  if (failure) return *failure;
+  out.capped = out.value == upper;
   return out;
 }
 
