@@ -605,9 +605,6 @@ std::size_t json_nesting_depth(std::string_view text) {
 
 namespace {
 
-// The request's JSON, read and checked before any command runs (size, NUL, nesting, duplicate
-// keys, syntax, api_version, command): the refusal's answer, or "" with `request` parsed and
-// `command` set.
 // The first key that an object of `text` (valid JSON) has twice.
 std::string first_repeated_key(const std::string& text) {
   std::vector<std::unordered_set<std::string>> keys_seen;
@@ -626,6 +623,9 @@ std::string first_repeated_key(const std::string& text) {
   return duplicate;
 }
 
+// The request's JSON, read and checked before any command runs (size, NUL, nesting, duplicate
+// keys, syntax, api_version, command): the refusal's answer, or "" with `request` parsed and
+// `command` set.
 std::string read_request(const std::string& request_json, json& request, std::string& command) {
   // Refused before parsing: a request too large to read within a page's memory (80 MB of [0,0,...]
   // took the wasm module past its 2 GB heap), and text after a NUL character, which a parser

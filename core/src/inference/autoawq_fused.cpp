@@ -9,7 +9,7 @@ using cat = memory_category;
 autoawq_fused autoawq_fused_of(const model_spec& spec, const inference_config& config,
                                std::uint64_t final_context) {
   autoawq_fused out;
-  out.release = config.autoawq.value_or(library_release{0, 2, 9});
+  out.release = config.autoawq.value_or(autoawq_last_release);
   const library_release& r = out.release;
   const std::uint64_t release_default =
       r.before(0, 2) && spec.max_positions > 0 ? spec.max_positions : 2048;
@@ -21,8 +21,7 @@ autoawq_fused autoawq_fused_of(const model_spec& spec, const inference_config& c
   out.rope_doubled = r.before(0, 2, 7);
   out.cache_from_fp32 = r.before(0, 2, 8);
   out.mask = !r.before(0, 1, 6) && r.before(0, 2, 8);
-  out.note = "AutoAWQ " + std::to_string(r.major_number) + "." + std::to_string(r.minor_number) +
-             "." + std::to_string(r.patch_number) +
+  out.note = "AutoAWQ " + release_name_with_patch(r) +
              (config.autoawq ? "" : " (not stated: its last)") +
              "'s fused modules: a KV cache of max_seq_len " + std::to_string(out.max_seq_len) +
              " tokens per sequence allocated at load" +

@@ -10,6 +10,7 @@
 #include "gpumem/inference/inference_step.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
+#include "gpumem/training/software_stack.hpp"
 
 namespace gpumem {
 
@@ -31,7 +32,10 @@ struct autoawq_fused {
   std::string note;   // the release and the length, for the estimate's notes
 };
 
-// AutoAWQ's release (stated, else 0.2.9, its last) and what it does for this run.
+// AutoAWQ's last release (the repository was archived after it).
+inline constexpr library_release autoawq_last_release{0, 2, 9};
+
+// AutoAWQ's release (stated, else autoawq_last_release) and what it does for this run.
 autoawq_fused autoawq_fused_of(const model_spec& spec, const inference_config& config,
                                std::uint64_t final_context);
 

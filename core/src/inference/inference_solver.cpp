@@ -17,17 +17,28 @@ std::uint64_t memory_limit(const inference_config& config, std::uint64_t memory,
   return config.kv == kv_cache_kind::paged ? memory : usable;
 }
 
+// vLLM's paged cache: the tokens the request asks for, and what the KV capacity allows of them,
+// less the headroom's share of it.
+struct paged_demand {
+  double asked = 0;
+  double allowed = 0;
+};
+
+paged_demand paged_demand_of(const inference_estimate& e, const inference_config& config,
+                             std::uint64_t memory, std::uint64_t usable) {
+  const double headroom =
+      memory > 0 ? static_cast<double>(memory - usable) / static_cast<double>(memory) : 0.0;
+  return {static_cast<double>(config.batch) *
+              static_cast<double>(config.prompt_tokens + config.new_tokens),
+          static_cast<double>(e.kv_capacity_tokens) * (1.0 - headroom)};
+}
+
 fit_verdict serving_verdict(const inference_estimate& e, const inference_config& config,
                             std::uint64_t memory, std::uint64_t usable, std::uint64_t used) {
   if (config.kv != kv_cache_kind::paged) return judge_fit(used, memory, usable, e.fits_request);
   if (used > memory || !e.fits_request) return fit_verdict::does_not_fit;
-  // The request's tokens against the capacity less the headroom's share of it.
-  const double headroom =
-      memory > 0 ? static_cast<double>(memory - usable) / static_cast<double>(memory) : 0.0;
-  const double demand = static_cast<double>(config.batch) *
-                        static_cast<double>(config.prompt_tokens + config.new_tokens);
-  return demand > static_cast<double>(e.kv_capacity_tokens) * (1.0 - headroom) ? fit_verdict::tight
-                                                                               : fit_verdict::fits;
+  const paged_demand d = paged_demand_of(e, config, memory, usable);
+  return d.asked > d.allowed ? fit_verdict::tight : fit_verdict::fits;
 }
 
 // What a probe of the solver is judged by, in bytes against memory_limit: the busiest stage's
@@ -41,12 +52,8 @@ std::uint64_t probe_bytes(const inference_ranks& ranks, const inference_config& 
   for (const auto& e : ranks.stages) {
     double bytes = static_cast<double>(inference_device_used(e, cuda_context_bytes));
     if (config.kv == kv_cache_kind::paged) {
-      const double headroom =
-          memory > 0 ? static_cast<double>(memory - usable) / static_cast<double>(memory) : 0.0;
-      const double allowed = static_cast<double>(e.kv_capacity_tokens) * (1.0 - headroom);
-      const double demand = static_cast<double>(config.batch) *
-                            static_cast<double>(config.prompt_tokens + config.new_tokens);
-      bytes = allowed > 0 ? static_cast<double>(memory) * demand / allowed : 1e30;
+      const paged_demand d = paged_demand_of(e, config, memory, usable);
+      bytes = d.allowed > 0 ? static_cast<double>(memory) * d.asked / d.allowed : 1e30;
     }
     worst = std::max(worst, bytes);
   }

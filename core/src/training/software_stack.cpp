@@ -52,6 +52,10 @@ bool transformers_llama_code(const std::string& model_type) {
   return false;
 }
 
+std::string release_name_with_patch(const library_release& release) {
+  return release_name(release) + "." + std::to_string(release.patch_number);
+}
+
 std::string release_name(const library_release& release) {
   return std::to_string(release.major_number) + "." + std::to_string(release.minor_number);
 }

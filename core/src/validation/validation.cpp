@@ -26,11 +26,9 @@ namespace {
 
 // The timing model's method for the point's parallel layout; "" with a note when unmodelled.
 std::string method_for(const json& parallel, std::string& note) {
-  std::string method = text_or(parallel, "method", "");
+  // (An offloaded run's traffic is added by time_offload.)
+  const std::string method = method_without_offload(parallel);
   auto degree = [&](const char* key) { return count_or_one(parallel, key); };
-  // The format names offloaded ZeRO-3 and FSDP runs apart; their traffic is offloaded().
-  if (method == "zero3_cpu_offload") method = "zero3";
-  if (method == "fsdp_cpu_offload") method = "fsdp_full_shard";
   if (degree("pp") > 1 || degree("cp") > 1) {
     note = "pipeline and context parallelism are not in the step-time model";
     return "";
@@ -136,11 +134,6 @@ std::string beyond_peak(const scored_point& point, const step_time& speed, doubl
   return "; the measured throughput takes " + grouped_number(implied / 1e12, 0) +
          " TFLOP/s per GPU at this model's FLOPs per token, above the GPU's dense peak of " +
          grouped_number(peak / 1e12, 0) + ": its model, batch or throughput is probably misread";
-}
-
-// Whether a point's run moved states to host memory or NVMe.
-bool is_offloaded(const json& parallel) {
-  return flag_or(parallel, "cpu_offload", false) || !parallel.value("offload", json()).is_null();
 }
 
 // An offloaded point's step: the seconds its host traffic and CPU optimizer add (offload.hpp, as

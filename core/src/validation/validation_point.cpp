@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "gpumem/training/software_stack.hpp"
+#include "inference/autoawq_fused.hpp"
 #include "model/config_reader.hpp"
 #include "training/framework.hpp"
 #include "training/step_checks.hpp"
@@ -173,11 +175,8 @@ std::string read_parallel_layout(const json& parallel, training_config& config,
   const json& sp = parallel.value("sequence_parallel", json());
   config.sequence_parallel = sp.is_boolean() && sp.get<bool>();
   // FSDP NO_SHARD is DDP-like.
-  std::string method = text_or(parallel, "method", "");
+  std::string method = method_without_offload(parallel);
   if (method == "fsdp_no_shard") method = "ddp";
-  // The format names offloaded ZeRO-3 and FSDP runs apart; their placement is in `offload`.
-  if (method == "zero3_cpu_offload") method = "zero3";
-  if (method == "fsdp_cpu_offload") method = "fsdp_full_shard";
   if (method == "tensor_parallel") method = "single";
   const auto sharding = data_parallel_named(method);
   if (!sharding) return "method " + method + " is not modelled yet in detailed mode";
@@ -510,6 +509,17 @@ std::optional<double> dropout_option(const json& p) {
   return probability;
 }
 
+bool is_offloaded(const json& parallel) {
+  return flag_or(parallel, "cpu_offload", false) || !parallel.value("offload", json()).is_null();
+}
+
+std::string method_without_offload(const json& parallel) {
+  const std::string method = text_or(parallel, "method", "");
+  if (method == "zero3_cpu_offload") return "zero3";
+  if (method == "fsdp_cpu_offload") return "fsdp_full_shard";
+  return method;
+}
+
 // The detailed estimator's request for a validation point, or a reason it cannot be read yet.
 // `defaults_note` says which documented defaults stood in for unstated details.
 std::string training_config_for(const json& p, training_config& config,
@@ -550,11 +560,11 @@ void read_autoawq_release(const json& w, inference_config& config, std::string& 
   const std::string date = software.is_object() ? text_or(software, "date", "") : "";
   config.autoawq = release_current_at(dated_library::autoawq, date);
   if (config.autoawq) {
-    defaults_note += "; AutoAWQ release not stated: read as 0." +
-                     std::to_string(config.autoawq->minor_number) + "." +
-                     std::to_string(config.autoawq->patch_number) + ", current at " + date;
+    defaults_note += "; AutoAWQ release not stated: read as " +
+                     release_name_with_patch(*config.autoawq) + ", current at " + date;
   } else {
-    defaults_note += "; AutoAWQ release not stated: its last, 0.2.9";
+    defaults_note +=
+        "; AutoAWQ release not stated: its last, " + release_name_with_patch(autoawq_last_release);
   }
 }
 
@@ -565,8 +575,7 @@ std::string inference_config_for(const json& p, inference_config& config,
   const json& w = object_at(p, "workload");
   const json& parallel = object_at(p, "parallel");
   if (auto why = malformed_degree(parallel); !why.empty()) return why;
-  if (flag_or(parallel, "cpu_offload", false) || !parallel.value("offload", json()).is_null())
-    return "offloaded runs are not modelled yet";
+  if (is_offloaded(parallel)) return "offloaded runs are not modelled yet";
   // HF Trainer, accelerate, PEFT's example scripts and optimum run transformers' own generate
   // (optimum read as its PyTorch backend — optimum-benchmark's pytorch, the GPTQ integration —
   // since the format does not name ONNX Runtime or OpenVINO runs apart). AutoAWQ runs its fused

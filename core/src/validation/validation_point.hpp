@@ -27,6 +27,12 @@ std::uint64_t count_or_one(const nlohmann::ordered_json& object, const char* key
 std::string malformed_degree(const nlohmann::ordered_json& parallel);
 // The GPU preset a point's GPU name describes, or "".
 std::string gpu_preset_for(const nlohmann::ordered_json& gpu);
+// Whether a point's run moved states to host memory or NVMe.
+bool is_offloaded(const nlohmann::ordered_json& parallel);
+// The point's parallel method with the format's offloaded names read as the methods they offload
+// from (zero3_cpu_offload as zero3, fsdp_cpu_offload as fsdp_full_shard; the placement is in
+// `offload`).
+std::string method_without_offload(const nlohmann::ordered_json& parallel);
 // The dropout probability a point's measure option sets, if any.
 std::optional<double> dropout_option(const nlohmann::ordered_json& p);
 

@@ -32,6 +32,8 @@ struct library_release {
 std::optional<library_release> parse_library_release(const std::string& text);
 // "major.minor", as notes name a release.
 std::string release_name(const library_release& release);
+// "major.minor.patch", for the libraries read to their patch number (AutoAWQ).
+std::string release_name_with_patch(const library_release& release);
 
 // transformers before 4.54 copies grouped-query K/V to every query head before SDPA
 // (repeat_kv); 4.54 passes enable_gqa instead where torch is 2.5 or later and no mask is needed
