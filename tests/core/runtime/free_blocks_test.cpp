@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -48,6 +49,40 @@ TEST_CASE("free blocks: a vector and a tree give the same fits over a long rando
     REQUIRE(switching.best_fit(size) == want);
   }
   CHECK(live.size() > free_blocks::tree_above);  // the switch happened
+}
+
+TEST_CASE("free blocks: the size classes give the tree's fits from bytes to gigabytes") {
+  // Sizes over 30 powers of two, so that a fit is often in a larger class than the request's,
+  // several classes up, or in none.
+  std::mt19937 random(11);
+  free_blocks classes(1u << 30);  // never a tree
+  free_blocks tree(0);
+  std::vector<free_blocks::key> live;
+  const auto any_size = [&] {
+    return (std::uint64_t{512} << (random() % 31)) * (1 + random() % 3);
+  };
+  for (int event = 0; event < 20000; ++event) {
+    if (live.empty() || random() % 2 != 0) {
+      const free_blocks::key k{any_size(), event};
+      live.push_back(k);
+      classes.insert(k);
+      tree.insert(k);
+    } else {
+      const std::size_t at = random() % live.size();
+      classes.erase(live[at]);
+      tree.erase(live[at]);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+    const std::uint64_t size = any_size();
+    REQUIRE(classes.best_fit(size) == tree.best_fit(size));
+    if (event % 7 == 0) {
+      const int taken = classes.take_best_fit(size);
+      REQUIRE(tree.take_best_fit(size) == taken);
+      if (taken >= 0)
+        live.erase(std::find_if(live.begin(), live.end(),
+                                [&](const free_blocks::key& k) { return k.index == taken; }));
+    }
+  }
 }
 
 }  // namespace

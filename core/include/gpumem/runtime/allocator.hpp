@@ -55,16 +55,17 @@ class caching_allocator {
 
  private:
   struct block {
-    int segment;
-    std::uint64_t offset;  // within its segment
-    std::uint64_t size;    // 0 once merged into a neighbour
-    bool small_pool;
-    bool free;
-    bool whole = false;  // free, and the whole of its segment
-    int prev = -1;       // its neighbours in its segment, by address (PyTorch's Block prev/next)
+    int segment = 0;
+    std::uint64_t offset = 0;  // within its segment
+    std::uint64_t size = 0;    // 0 once merged into a neighbour
+    bool small_pool = false;
+    bool free = false;
+    int whole_at = -1;  // free and the whole of its segment: its place in whole_free_
+    int prev = -1;      // its neighbours in its segment, by address (PyTorch's Block prev/next)
     int next = -1;
   };
   int take(std::uint64_t size, bool small_pool);
+  int add_block(int segment, std::uint64_t offset, std::uint64_t size, bool small_pool, bool free);
   void release_free_segments();
 
   using free_list = free_blocks;
