@@ -524,6 +524,9 @@ void block_builder::per_op_cache() {
 
 // The parts in the order the block runs them.
 block_memory block_builder::build() {
+  // Room for a block's usual tensors and linears: each growth is a malloc, dear in WebAssembly.
+  m.saved.reserve(32);
+  linears.reserve(16);
   collect_linears();
   attention_norm();
   qk_norms();

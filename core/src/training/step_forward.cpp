@@ -124,6 +124,7 @@ void step_replay::forward_micro_batch(bool stepped_back) {
 void step_replay::forward_block(std::size_t l, bool stepped_back) {
   const auto& b = blocks[l];
   std::vector<int>& keep = stepped_back ? saved[l] : waiting;
+  keep.reserve(keep.size() + b.weight_copies.size() + b.saved.size() + b.op_cache.size() + 2);
   if (l == first_decoder) {
     end_encoder();
     residual = tl.allocate(b.residual, cat::activations);  // the decoder's embedding
@@ -143,6 +144,7 @@ void step_replay::forward_block(std::size_t l, bool stepped_back) {
     for (auto bytes : b.weight_copies)
       copies.push_back(tl.allocate(bytes, cat::autocast_weight_copies));
     std::vector<int> live;
+    live.reserve(b.saved.size());
     for (auto bytes : b.saved) live.push_back(tl.allocate(bytes, cat::activations));
     for (auto bytes : b.op_cache)
       (stepped_back ? cached[l] : keep).push_back(tl.allocate(bytes, cat::activations));

@@ -2,6 +2,7 @@
 // adapters and other trained additions, what the optimizer builds before the first step (master
 // weights, DDP's buckets, ZeRO-3's partitions), and how much each block gathers when sharded.
 #include <algorithm>
+#include <optional>
 
 #include "gpumem/model/param_count.hpp"
 #include "training/adapter_targets.hpp"
@@ -67,12 +68,17 @@ void step_replay::load_weights() {
 // LoRA's (and DoRA's) adapters on the linears it targets: the targets, and a tied LM head named
 // lm_head (the embedding's weight, on the last stage).
 void step_replay::load_adapters() {
-  std::vector<tensor_spec> adapted;
+  // (Pointers, not copies: a tensor's name is a string to allocate.)
+  std::vector<const tensor_spec*> adapted;
   for (const auto& t : spec.tensors) {
-    if (lora_target(config, t) && on_stage(t)) adapted.push_back(t);
+    if (lora_target(config, t) && on_stage(t)) adapted.push_back(&t);
   }
-  if (tied_head_target(spec, config) && last_stage) adapted.push_back(tied_lm_head(spec));
-  for (const auto& t : adapted) {
+  std::optional<tensor_spec> tied_head;
+  if (tied_head_target(spec, config) && last_stage)
+    adapted.push_back(&tied_head.emplace(tied_lm_head(spec)));
+  params.reserve(params.size() + 3 * adapted.size());
+  for (const tensor_spec* adapter : adapted) {
+    const tensor_spec& t = *adapter;
     // A [r, in] and B [out, r], split with their layer's split dimension.
     const std::uint64_t in_features = local_in(t, tp);
     const std::uint64_t out_features = local_out(t, tp);
@@ -175,7 +181,13 @@ void step_replay::load_llama_adapter() {
 // The trained parameters of each block, in order; what the optimizer builds with them.
 void step_replay::index_params() {
   for (const auto& p : params) out.trainable_params += p.numel;
-  params_of.resize(spec.layers.size() + 1);  // index layer + 1; 0: outside the blocks
+  params_of.resize(spec.layers.size() + 1);           // index layer + 1; 0: outside the blocks
+  std::vector<std::size_t> counts(params_of.size());  // (each list allocated once)
+  for (const auto& p : params) {
+    if (p.layer >= -1 && static_cast<std::size_t>(p.layer + 1) < params_of.size())
+      ++counts[static_cast<std::size_t>(p.layer + 1)];
+  }
+  for (std::size_t i = 0; i < counts.size(); ++i) params_of[i].reserve(counts[i]);
   for (const auto& p : params) {
     if (p.layer >= -1 && static_cast<std::size_t>(p.layer + 1) < params_of.size())
       params_of[static_cast<std::size_t>(p.layer + 1)].push_back(&p);

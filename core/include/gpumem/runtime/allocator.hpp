@@ -42,6 +42,12 @@ std::uint64_t allocator_segment_size(std::uint64_t bytes);
 // wholly free segment is given back before it is tried again (release_cached_blocks).
 class caching_allocator {
  public:
+  // Room for a 32-block model's step (a few thousand blocks) from the start: each growth is a
+  // malloc and a copy, which WebAssembly's allocator makes dear.
+  caching_allocator() {
+    blocks_.reserve(2048);
+    segment_sizes_.reserve(256);
+  }
   // The device memory the segments may take (0: unbounded).
   void set_limit(std::uint64_t bytes) { limit_ = bytes; }
   // Returns a handle for free().

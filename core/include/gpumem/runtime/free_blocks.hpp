@@ -42,6 +42,7 @@ class free_blocks {
       const std::uint64_t packed = pack(k);
       const unsigned c = class_of(packed);
       std::vector<std::uint64_t>& v = classes_[c];
+      if (v.capacity() == 0) v.reserve(16);  // (one malloc for the class's first few blocks)
       v.insert(v.begin() + static_cast<std::ptrdiff_t>(first_not_below(v, packed)), packed);
       occupied_ |= std::uint64_t{1} << c;
       ++count_;

@@ -63,6 +63,11 @@ struct timeline_series {
 
 class memory_timeline {
  public:
+  // (Room for a typical step's handles from the start, as caching_allocator's blocks.)
+  memory_timeline() {
+    handles_.reserve(2048);
+    sizes_.reserve(2048);
+  }
   // Keep every allocation and free for series() (off by default: a plan replays thousands of
   // steps and needs only their peaks).
   void record() { recording_ = true; }
