@@ -184,7 +184,7 @@ inference_plan plan_inference(const model_spec& spec, const inference_config& co
                  "add GPUs.";
   } else {
     const auto& c = out.candidates[static_cast<std::size_t>(out.choice)];
-    out.reason = c.gpus == 1 ? "One GPU serves the request."
+    out.reason = c.gpus == 1 ? "The weights and the cache fit on it: nothing to split."
                              : std::to_string(c.gpus) + " GPUs are the fewest that serve it, " +
                                    (c.method == "tensor_parallel"
                                         ? "with tensor parallelism (every GPU works on each token)."
