@@ -41,6 +41,9 @@ fit_verdict serving_verdict(const inference_estimate& e, const inference_config&
   return d.asked > d.allowed ? fit_verdict::tight : fit_verdict::fits;
 }
 
+// 2^64 bytes: more than a probe can be judged by (its footprint is then no bound).
+constexpr double beyond_any = 18446744073709551616.0;
+
 // What a probe of the solver is judged by, in bytes against memory_limit: the busiest stage's
 // device memory, or under vLLM's paged cache (its reservation fixed by gpu_memory_utilization)
 // the tokens the request asks of the KV capacity less the headroom's share, scaled so that the
@@ -53,11 +56,11 @@ std::uint64_t probe_bytes(const inference_ranks& ranks, const inference_config& 
     double bytes = static_cast<double>(inference_device_used(e, cuda_context_bytes));
     if (config.kv == kv_cache_kind::paged) {
       const paged_demand d = paged_demand_of(e, config, memory, usable);
-      bytes = d.allowed > 0 ? static_cast<double>(memory) * d.asked / d.allowed : 1e30;
+      bytes = d.allowed > 0 ? static_cast<double>(memory) * d.asked / d.allowed : beyond_any;
     }
     worst = std::max(worst, bytes);
   }
-  return worst >= 1.8e19 ? ~0ULL : static_cast<std::uint64_t>(worst);
+  return worst >= beyond_any ? ~0ULL : static_cast<std::uint64_t>(worst);
 }
 
 }  // namespace

@@ -181,16 +181,17 @@ void step_replay::load_llama_adapter() {
 // The trained parameters of each block, in order; what the optimizer builds with them.
 void step_replay::index_params() {
   for (const auto& p : params) out.trainable_params += p.numel;
-  params_of.resize(spec.layers.size() + 1);           // index layer + 1; 0: outside the blocks
-  std::vector<std::size_t> counts(params_of.size());  // (each list allocated once)
+  params_of.resize(spec.layers.size() + 1);  // index layer + 1; 0: outside the blocks
+  // Each list is sized before it is filled (one allocation each).
+  const auto slot = [&](const trainable& p) {
+    const bool listed = p.layer >= -1 && static_cast<std::size_t>(p.layer + 1) < params_of.size();
+    return listed ? static_cast<std::size_t>(p.layer + 1) : params_of.size();
+  };
+  std::vector<std::size_t> counts(params_of.size() + 1);  // (the last: not listed)
+  for (const auto& p : params) ++counts[slot(p)];
+  for (std::size_t i = 0; i < params_of.size(); ++i) params_of[i].reserve(counts[i]);
   for (const auto& p : params) {
-    if (p.layer >= -1 && static_cast<std::size_t>(p.layer + 1) < params_of.size())
-      ++counts[static_cast<std::size_t>(p.layer + 1)];
-  }
-  for (std::size_t i = 0; i < counts.size(); ++i) params_of[i].reserve(counts[i]);
-  for (const auto& p : params) {
-    if (p.layer >= -1 && static_cast<std::size_t>(p.layer + 1) < params_of.size())
-      params_of[static_cast<std::size_t>(p.layer + 1)].push_back(&p);
+    if (slot(p) < params_of.size()) params_of[slot(p)].push_back(&p);
   }
   for (const auto& p : params) trainable_bytes += p.numel * p.bytes;
   if (master && !states_on_host) {
