@@ -90,11 +90,16 @@ int caching_allocator::take(std::uint64_t size, bool small_pool) {
   // right after it in its segment.
   const std::uint64_t remaining = blocks_[static_cast<std::size_t>(chosen)].size - size;
   if (small_pool ? remaining >= allocator_block_round : remaining > allocator_small_size) {
-    const block used = blocks_[static_cast<std::size_t>(chosen)];
-    const int rest_index = add_block(used.segment, used.offset + size, remaining, small_pool, true);
+    // (Field by field: a copy of the whole block would read back the flag just stored, another
+    // store-forwarding stall.)
+    const block& used = blocks_[static_cast<std::size_t>(chosen)];
+    const int segment = used.segment;
+    const std::uint64_t offset = used.offset;
+    const int next = used.next;
+    const int rest_index = add_block(segment, offset + size, remaining, small_pool, true);
     blocks_[static_cast<std::size_t>(rest_index)].prev = chosen;
-    blocks_[static_cast<std::size_t>(rest_index)].next = used.next;
-    if (used.next >= 0) blocks_[static_cast<std::size_t>(used.next)].prev = rest_index;
+    blocks_[static_cast<std::size_t>(rest_index)].next = next;
+    if (next >= 0) blocks_[static_cast<std::size_t>(next)].prev = rest_index;
     block& again = blocks_[static_cast<std::size_t>(chosen)];
     again.size = size;
     again.next = rest_index;

@@ -49,8 +49,7 @@ int memory_timeline::allocate(std::uint64_t bytes, memory_category category) {
   sizes_.push_back(size);
   if (allocator_.allocated() > peak_.allocated) {
     peak_.allocated = allocator_.allocated();
-    peak_.phase = phase_;
-    peak_.by_category = live_;
+    peak_unsettled_ = true;  // (allocations only add: what is live now is the peak's until a free)
   }
   peak_.reserved = allocator_.peak_reserved();
   if (recording_) note_event(category, static_cast<std::int64_t>(size));
@@ -61,6 +60,7 @@ void memory_timeline::free(int handle) {
   if (handle < 0 || static_cast<std::size_t>(handle) >= handles_.size()) return;
   auto& [block, category] = handles_[static_cast<std::size_t>(handle)];
   if (block < 0) return;
+  settle_peak();
   allocator_.free(block);
   live_[static_cast<std::size_t>(category)] -= sizes_[static_cast<std::size_t>(handle)];
   if (recording_)
@@ -68,7 +68,15 @@ void memory_timeline::free(int handle) {
   block = -1;
 }
 
+void memory_timeline::settle_peak() const {
+  if (!peak_unsettled_) return;
+  peak_.phase = phase_;
+  peak_.by_category = live_;
+  peak_unsettled_ = false;
+}
+
 void memory_timeline::phase(std::string name) {
+  settle_peak();
   if (recording_ && (phases_.empty() || phases_.back() != name)) phases_.push_back(name);
   phase_ = std::move(name);
 }

@@ -68,14 +68,19 @@ bool adapter_target_of(const std::vector<std::string>& targets, const tensor_spe
   if (t.role == tensor_role::router) return false;
   if (t.is_bias || (t.module != module_kind::linear && t.module != module_kind::conv1d))
     return false;
-  const std::string& module = t.module_name.empty() ? module_of(t.name) : t.module_name;
-  const llama_aliases aliases = aliases_of(t, module);  // (read once, not once a target)
+  // (The parsed model names every tensor's module; one made later is named from its path. A
+  // reference either way: a conditional of a temporary and a member copied the name each call.)
+  std::string derived;
+  const std::string& module = t.module_name.empty() ? (derived = module_of(t.name)) : t.module_name;
   for (const auto& target : targets) {
     // PEFT's all-linear: every nn.Linear but the output layer, a vision tower's included.
     if (target == std::string_view("all-linear") && t.role != tensor_role::lm_head) return true;
-    if (target == module || aliases.matches(target)) return true;
+    if (target == module) return true;
   }
-  return false;
+  // The Llama-style names it answers to, worked out only when no target names it directly.
+  const llama_aliases aliases = aliases_of(t, module);
+  return std::any_of(targets.begin(), targets.end(),
+                     [&](const std::string& target) { return aliases.matches(target); });
 }
 
 bool adapter_target(const training_config& config, const tensor_spec& t) {

@@ -80,7 +80,10 @@ class memory_timeline {
   // The device memory PyTorch's segments may take before cached ones are given back.
   void limit(std::uint64_t bytes) { allocator_.set_limit(bytes); }
 
-  const timeline_peak& peak() const { return peak_; }
+  const timeline_peak& peak() const {
+    settle_peak();
+    return peak_;
+  }
   std::uint64_t peak_reserved() const { return allocator_.peak_reserved(); }
   std::uint64_t allocated() const { return allocator_.allocated(); }
   std::uint64_t reserved() const { return allocator_.reserved(); }
@@ -91,7 +94,12 @@ class memory_timeline {
   std::vector<std::uint64_t> sizes_;
   std::array<std::uint64_t, memory_category_count> live_{};
   std::string phase_;
-  timeline_peak peak_;
+  // The peak's phase and categories are copied when they are next about to change (a free, a
+  // phase, a read), not at each allocation that raises the peak: in a forward pass that is
+  // nearly every one, and each copy was a string and 15 counters.
+  mutable timeline_peak peak_;
+  mutable bool peak_unsettled_ = false;
+  void settle_peak() const;
   // Recorded events: the bytes allocated and reserved after each, its phase, and the category
   // and signed size it changed.
   struct event {
