@@ -18,11 +18,13 @@ struct boundary_probe {
 };
 
 struct boundary_start {
-  std::uint64_t good = 1;        // holds there
-  std::uint64_t good_bytes = 0;  // its footprint
-  std::uint64_t bad = 2;         // does not hold there, or lies past the range (never probed)
-  std::uint64_t limit = 0;       // the footprint allowed
-  std::uint64_t per_unit = 1;    // bytes one more unit is expected to add, until probes tell
+  std::uint64_t good = 1;  // holds there
+  // Its footprint; or the part of it that grows, where a part that will not lies above it (a
+  // full fine-tuning's optimizer step): only the predictions read it.
+  std::uint64_t good_bytes = 0;
+  std::uint64_t bad = 2;       // does not hold there, or lies past the range (never probed)
+  std::uint64_t limit = 0;     // the footprint allowed
+  std::uint64_t per_unit = 1;  // bytes one more unit is expected to add, until probes tell
 };
 
 // The largest value in [start.good, start.bad) found to hold with the next one not holding.

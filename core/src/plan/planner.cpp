@@ -429,7 +429,8 @@ batch_search detailed_search::search_batch(training_config& config) {
   const boundary_probe at_first = probe(first);
   if (at_first.holds && !fixed_batch) {
     const std::uint64_t per_sequence = bytes_per_sequence(out.at_one.estimate);
-    const boundary_start start{1, at_first.bytes, options.max_micro_batch + 1, usable,
+    const std::uint64_t growing = at_first.bytes - growth_below_peak(out.at_one.estimate);
+    const boundary_start start{1, growing, options.max_micro_batch + 1, usable,
                                per_sequence > 0 ? per_sequence : at_first.bytes};
     good = search_boundary(start, probe);
   } else if (fixed_batch && out.at_one.fits) {

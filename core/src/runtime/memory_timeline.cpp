@@ -52,6 +52,12 @@ int memory_timeline::allocate(std::uint64_t bytes, memory_category category) {
     peak_unsettled_ = true;  // (allocations only add: what is live now is the peak's until a free)
   }
   peak_.reserved = allocator_.peak_reserved();
+  const std::uint64_t in_flight = live_[static_cast<std::size_t>(memory_category::activations)] +
+                                  live_[static_cast<std::size_t>(memory_category::logits_and_loss)];
+  if (in_flight > 0) {
+    activations_high_ = std::max(activations_high_, in_flight);
+    peak_with_activations_ = std::max(peak_with_activations_, allocator_.allocated());
+  }
   if (recording_) note_event(category, static_cast<std::int64_t>(size));
   return static_cast<int>(handles_.size() - 1);
 }

@@ -184,9 +184,13 @@ std::uint64_t device_used_bytes(const training_estimate& estimate,
 }
 
 std::uint64_t bytes_per_sequence(const training_estimate& at_one_sequence) {
-  const auto& live = at_one_sequence.peak.by_category;
-  return live[static_cast<std::size_t>(memory_category::activations)] +
-         live[static_cast<std::size_t>(memory_category::logits_and_loss)];
+  return at_one_sequence.activations_high;
+}
+
+std::uint64_t growth_below_peak(const training_estimate& at_one_sequence) {
+  const std::uint64_t peak = at_one_sequence.peak.allocated;
+  const std::uint64_t with = at_one_sequence.peak_with_activations;
+  return with > 0 && with < peak ? peak - with : 0;
 }
 
 std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
@@ -329,6 +333,8 @@ training_estimate step_replay::run() {
   }
   out.peak = tl.peak();
   out.peak_reserved = tl.peak_reserved();
+  out.activations_high = tl.activations_high();
+  out.peak_with_activations = tl.peak_with_activations();
   if (config.timeline_samples > 0) out.timeline = tl.series(config.timeline_samples);
   return out;
 }

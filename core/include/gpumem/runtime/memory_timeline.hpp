@@ -86,6 +86,11 @@ class memory_timeline {
   }
   std::uint64_t peak_reserved() const { return allocator_.peak_reserved(); }
   std::uint64_t allocated() const { return allocator_.allocated(); }
+  // Where a step grows with its micro-batch: the most activations and logits alive at once, and
+  // the most bytes allocated while any were alive (below the step's peak when that falls in an
+  // optimizer step). The searches for the largest micro-batch that fits predict from them.
+  std::uint64_t activations_high() const { return activations_high_; }
+  std::uint64_t peak_with_activations() const { return peak_with_activations_; }
   std::uint64_t reserved() const { return allocator_.reserved(); }
 
  private:
@@ -99,6 +104,8 @@ class memory_timeline {
   // nearly every one, and each copy was a string and 15 counters.
   mutable timeline_peak peak_;
   mutable bool peak_unsettled_ = false;
+  std::uint64_t activations_high_ = 0;
+  std::uint64_t peak_with_activations_ = 0;
   void settle_peak() const;
   // Recorded events: the bytes allocated and reserved after each, its phase, and the category
   // and signed size it changed.
