@@ -1,6 +1,7 @@
 #include "gpumem/plan/planner.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -199,6 +200,49 @@ struct footprint {
   fit_verdict verdict = fit_verdict::does_not_fit;
 };
 
+// What a candidate's step on the GPU depends on among the fields a plan sets (lay_out and the
+// searches; every other field is the workload's, the same for all candidates, and a field either
+// comes to set belongs here): whether each part is offloaded, not where to, which only the host's
+// footprint and the checks read (step_setup.cpp reads `!= none`), so that an offload to NVMe
+// replays as the one to host RAM before it.
+struct replay_key {
+  data_parallel sharding = data_parallel::none;
+  context_parallel_kind cp_kind = context_parallel_kind::ring;
+  std::uint64_t dp = 1, tp = 1, cp = 1, pp = 1, pp_micro_batches = 0, pp_stage = 0;
+  std::uint64_t micro_batch = 1, grad_accumulation = 1;
+  bool sequence_parallel = false, grad_ckpt = false, selective_recompute = false;
+  std::array<bool, 4> offloaded{};  // optimizer, parameters, gradients, activations
+  friend bool operator==(const replay_key& a, const replay_key& b) {
+    return a.sharding == b.sharding && a.cp_kind == b.cp_kind && a.dp == b.dp && a.tp == b.tp &&
+           a.cp == b.cp && a.pp == b.pp && a.pp_micro_batches == b.pp_micro_batches &&
+           a.pp_stage == b.pp_stage && a.micro_batch == b.micro_batch &&
+           a.grad_accumulation == b.grad_accumulation &&
+           a.sequence_parallel == b.sequence_parallel && a.grad_ckpt == b.grad_ckpt &&
+           a.selective_recompute == b.selective_recompute && a.offloaded == b.offloaded;
+  }
+};
+
+replay_key replay_key_of(const training_config& c) {
+  const auto off = [](offload_target t) { return t != offload_target::none; };
+  replay_key k;
+  k.sharding = c.sharding;
+  k.cp_kind = c.cp_kind;
+  k.dp = c.dp_degree;
+  k.tp = c.tp_degree;
+  k.cp = c.cp_degree;
+  k.pp = c.pp_degree;
+  k.pp_micro_batches = c.pp_micro_batches;
+  k.pp_stage = c.pp_stage;
+  k.micro_batch = c.micro_batch;
+  k.grad_accumulation = c.grad_accumulation;
+  k.sequence_parallel = c.sequence_parallel;
+  k.grad_ckpt = c.grad_ckpt;
+  k.selective_recompute = c.selective_recompute;
+  k.offloaded = {off(c.offload.optimizer), off(c.offload.params), off(c.offload.gradients),
+                 off(c.offload.activations)};
+  return k;
+}
+
 // A candidate's layout: the step it runs and how that step is timed.
 struct candidate_layout {
   training_config config;
@@ -232,6 +276,10 @@ struct detailed_search {
   const step_time_options speed;
   // An estimate that refuses the request itself: the plan's answer.
   std::optional<error> failure;
+  // The replays made so far (replay_key); a 70B plan's offloads to NVMe repeat those to host RAM.
+  std::vector<std::pair<replay_key, training_estimate>> replays;
+
+  result<training_estimate> replay(const training_config& config);
 
   plan_candidate evaluate(const method& m, const offload_placement& offload, std::uint64_t tp = 1,
                           std::uint64_t cp = 1);
@@ -334,7 +382,7 @@ std::optional<candidate_layout> detailed_search::lay_out(const method& m,
   const std::uint64_t degree = tensor ? cluster.gpus : tp;
   c.parallel = {hybrid ? parallel_method::dp_tp : m.timing, degree, false, cp};
   c.sequence_parallel = tensor || hybrid;
-  training_config config = workload;
+  training_config config = workload;  // (what this sets is part of replay_key)
   if (options.choose_checkpointing) {
     config.grad_ckpt = grad_ckpt;
     config.selective_recompute = false;
@@ -377,6 +425,20 @@ std::optional<candidate_layout> detailed_search::lay_out(const method& m,
   return candidate_layout{std::move(config), timing, pipeline};
 }
 
+// The step's estimate, replayed once for all candidates that share it on the GPU; each still
+// passes its own checks (training_refusal: torchtune refuses NVMe, where it accepts host RAM).
+result<training_estimate> detailed_search::replay(const training_config& config) {
+  const replay_key key = replay_key_of(config);
+  for (const auto& [made, estimate] : replays) {
+    if (!(made == key)) continue;
+    if (auto refused = training_refusal(spec, config)) return *refused;
+    return estimate;
+  }
+  auto e = estimate_training_step(spec, config, cluster.gpu);
+  if (e.ok()) replays.emplace_back(key, e.value());
+  return e;
+}
+
 // The footprint at micro-batch `batch` (config is set to it); a refused estimate is kept in
 // `failure`.
 footprint detailed_search::footprint_at(training_config& config, std::uint64_t batch) {
@@ -388,7 +450,7 @@ footprint detailed_search::footprint_at(training_config& config, std::uint64_t b
   if (config.pp_degree > 1) stages.push_back(config.pp_degree - 1);
   for (const std::uint64_t stage : stages) {
     config.pp_stage = stage;
-    auto e = estimate_training_step(spec, config, cluster.gpu);
+    auto e = replay(config);
     if (!e.ok()) {
       failure = e.failure();
       return f;
@@ -732,7 +794,8 @@ result<plan_result> plan_detailed(const model_spec& spec, const param_count& cou
                          ranks_per_node(cluster),
                          options.fixed_micro_batch,
                          workload_speed(spec, counts, workload, options),
-                         std::nullopt};
+                         std::nullopt,
+                         {}};
   if (!search.add_methods(plan)) return *search.failure;
   if (!options.only_methods.empty()) {
     choose_fastest(plan);

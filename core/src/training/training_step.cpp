@@ -273,13 +273,10 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                                         const gpu_spec& gpu);
 }  // namespace
 
-result<training_estimate> estimate_training_step(const model_spec& spec,
-                                                 const training_config& config,
-                                                 const gpu_spec& gpu) {
-  if (config.finetune != finetune_kind::prompt_tuning) return estimate_step(spec, config, gpu);
-  // PEFT's prompt tuning (peft_model.py PeftModelForCausalLM.forward) concatenates the virtual
-  // tokens' embeddings before every sequence's and pads the labels with -100: every block, the
-  // logits and the loss run over seq_len + num_virtual_tokens positions.
+namespace {
+
+std::optional<error> prompt_tuning_refusal(const training_config& config) {
+  if (config.finetune != finetune_kind::prompt_tuning) return std::nullopt;
   if (!framework_of(config).peft) {
     return error{"request.invalid_value", "workload.finetune",
                  "[workload.finetune] prompt_tuning is PEFT's: framework transformers"};
@@ -289,9 +286,41 @@ result<training_estimate> estimate_training_step(const model_spec& spec,
                  "[workload.prompt_tuning.num_virtual_tokens] prompt tuning needs its number of "
                  "virtual tokens, 1 or more"};
   }
+  return std::nullopt;
+}
+
+// The run the blocks see. PEFT's prompt tuning (peft_model.py PeftModelForCausalLM.forward)
+// concatenates the virtual tokens' embeddings before every sequence's and pads the labels with
+// -100: every block, the logits and the loss run over seq_len + num_virtual_tokens positions.
+training_config prompt_tuning_run(const training_config& config) {
   training_config run = config;
-  run.seq_len += config.virtual_tokens;
-  return estimate_step(spec, run, gpu);
+  if (config.finetune == finetune_kind::prompt_tuning) run.seq_len += config.virtual_tokens;
+  return run;
+}
+
+// litgpt unties a tied LM head (its GPT keeps lm_head and wte apart).
+bool unties_head(const model_spec& spec, const training_config& config) {
+  return framework_of(config).unties_lm_head && spec.tied_embeddings;
+}
+
+}  // namespace
+
+result<training_estimate> estimate_training_step(const model_spec& spec,
+                                                 const training_config& config,
+                                                 const gpu_spec& gpu) {
+  if (auto e = prompt_tuning_refusal(config)) return *e;
+  return estimate_step(spec, prompt_tuning_run(config), gpu);
+}
+
+// The same checks, in the same order, as estimate_training_step and estimate_step (a test holds
+// the two together).
+std::optional<error> training_refusal(const model_spec& spec, const training_config& config) {
+  if (auto e = prompt_tuning_refusal(config)) return e;
+  const training_config run = prompt_tuning_run(config);
+  std::vector<std::string> unmatched_targets;
+  if (auto e = check_training_request(spec, run, unmatched_targets)) return e;
+  if (unties_head(spec, run)) return training_refusal(litgpt_model(spec), run);
+  return check_training_combination(spec, run);
 }
 
 namespace {
@@ -309,9 +338,7 @@ result<training_estimate> estimate_step(const model_spec& spec, const training_c
                                         const gpu_spec& gpu) {
   std::vector<std::string> unmatched_targets;
   if (auto e = check_training_request(spec, config, unmatched_targets)) return *e;
-  // litgpt unties a tied LM head (its GPT keeps lm_head and wte apart).
-  if (framework_of(config).unties_lm_head && spec.tied_embeddings)
-    return estimate_training_step(litgpt_model(spec), config, gpu);
+  if (unties_head(spec, config)) return estimate_training_step(litgpt_model(spec), config, gpu);
   if (auto e = check_training_combination(spec, config)) return *e;
   training_estimate replayed = step_replay(spec, config, gpu, unmatched_targets).run();
   add_nccl_buffers(config, gpu, replayed);

@@ -759,3 +759,48 @@ TEST_CASE("a global batch: each candidate's micro-batch and accumulation make it
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("a plan replays once the offloads that share a step on the GPU, each as its own") {
+  // Nothing fits 70B full fine-tuning on 8 H100s without offload: the plan tries ZeRO-3's
+  // offloads, those to NVMe after those to host RAM (the same step on the GPU).
+  const json workload = {{"finetune", "full"}, {"seq_len", 4096}, {"grad_ckpt", true}};
+  const json cluster = {{"gpu", "h100-sxm"}, {"gpus", 8}};
+  const json r = test::call({{"command", "plan"},
+                             {"model", "meta-llama/Llama-3.1-70B"},
+                             {"cluster", cluster},
+                             {"workload", workload},
+                             {"options", {{"alternatives", false}}}});
+  REQUIRE(r.at("ok") == true);
+  int to_nvme = 0;
+  for (const json& c : r.at("result").at("candidates")) {
+    const json& parallel = c.at("parallel");
+    if (!parallel.contains("offload") ||
+        parallel.at("offload").dump().find("nvme") == std::string::npos)
+      continue;
+    ++to_nvme;
+    // Its micro-batch and footprint are what an estimate of its own layout answers.
+    const std::uint64_t batch = c.at("max_micro_batch");
+    REQUIRE(batch > 0);
+    const auto estimate = [&](std::uint64_t b) {
+      json w = workload;
+      w["micro_batch"] = b;
+      return test::call({{"command", "estimate"},
+                         {"model", "meta-llama/Llama-3.1-70B"},
+                         {"cluster", cluster},
+                         {"workload", w},
+                         {"parallel", parallel}});
+    };
+    const json at = estimate(batch);
+    REQUIRE(at.at("ok") == true);
+    CHECK(at.at("result").at("fits") == true);
+    CHECK(at.at("result").at("per_gpu")[0].at("peak_bytes") == c.at("peak_bytes"));
+    CHECK(estimate(batch + 1).at("result").at("fits") == false);
+  }
+  CHECK(to_nvme == 3);
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -2785,3 +2785,59 @@ TEST_CASE("transformers before 4.49 copies the logits shifted; before 4.46 Llama
 
 }  // namespace
 }  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+TEST_CASE("training_refusal answers as the estimate does, without replaying the step") {
+  const auto spec = llama_1b();  // tied embeddings: litgpt unties them before its checks
+  REQUIRE(spec.ok());
+  gpu_spec h100;
+  h100.architecture = "hopper";
+  std::vector<training_config> runs;
+  training_config base;
+  base.seq_len = 256;
+  runs.push_back(base);
+  training_config litgpt = base;
+  litgpt.framework = framework_profile::litgpt;
+  runs.push_back(litgpt);
+  litgpt.sharding = data_parallel::zero3;
+  litgpt.offload.optimizer = offload_target::cpu;  // litgpt offloads nothing
+  runs.push_back(litgpt);
+  training_config torchtune = base;
+  torchtune.framework = framework_profile::torchtune;
+  torchtune.sharding = data_parallel::fsdp_full_shard;
+  torchtune.dp_degree = 2;
+  torchtune.offload = {offload_target::cpu, offload_target::cpu, offload_target::cpu,
+                       offload_target::cpu};
+  runs.push_back(torchtune);
+  torchtune.offload.activations = offload_target::nvme;  // never to NVMe
+  runs.push_back(torchtune);
+  training_config prompt = base;
+  prompt.finetune = finetune_kind::prompt_tuning;
+  prompt.virtual_tokens = 20;
+  runs.push_back(prompt);
+  prompt.virtual_tokens = 0;
+  runs.push_back(prompt);
+  prompt.virtual_tokens = 20;
+  prompt.framework = framework_profile::litgpt;  // prompt tuning is PEFT's
+  runs.push_back(prompt);
+  training_config split = base;
+  split.tp_degree = 3;  // divides neither the heads nor the MLP
+  runs.push_back(split);
+  int refused = 0;
+  for (const training_config& run : runs) {
+    const auto estimate = estimate_training_step(spec.value(), run, h100);
+    const auto refusal = training_refusal(spec.value(), run);
+    REQUIRE(refusal.has_value() == !estimate.ok());
+    if (!refusal) continue;
+    ++refused;
+    CHECK(refusal->code == estimate.failure().code);
+    CHECK(refusal->field == estimate.failure().field);
+    CHECK(refusal->message == estimate.failure().message);
+  }
+  CHECK(refused == 5);
+}
+
+}  // namespace
+}  // namespace gpumem

@@ -295,6 +295,10 @@ std::optional<error> check_training_lengths(const model_spec& spec, const traini
 result<training_estimate> estimate_training_step(const model_spec& spec,
                                                  const training_config& config,
                                                  const gpu_spec& gpu);
+// The refusal estimate_training_step would answer, without replaying the step (nothing when
+// it would replay it). The planner reuses a replay for a candidate whose step is the same on
+// the GPU (an offload to NVMe instead of host RAM) once the candidate's own checks pass.
+std::optional<error> training_refusal(const model_spec& spec, const training_config& config);
 
 // Bytes per parameter of a fully fine-tuned model as it is stored on the GPU: the stated
 // full_weight_bytes, else 16-bit under pure precision and under DeepSpeed ZeRO or Colossal-AI
