@@ -557,6 +557,80 @@ block_memory block_builder::build() {
   return std::move(m);
 }
 
+namespace {
+
+// Two names alike but for their numbers (a layer's, an expert's).
+bool alike_but_numbers(const std::string& a, const std::string& b) {
+  const auto digit = [](char ch) { return ch >= '0' && ch <= '9'; };
+  std::size_t i = 0;
+  std::size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      while (i < a.size() && digit(a[i])) ++i;
+      while (j < b.size() && digit(b[j])) ++j;
+      continue;
+    }
+    if (a[i] != b[j]) return false;
+    ++i;
+    ++j;
+  }
+  return i == a.size() && j == b.size();
+}
+
+// Every field of a tensor but its layer, and its name but for the numbers. (The name is read
+// only for what the parse has not read from it yet: its module's name and its place in the flow,
+// linear_role_of and adapter_target_of.)
+bool same_tensor_elsewhere(const tensor_spec& x, const tensor_spec& y) {
+  if (!(x.role == y.role && x.module == y.module &&
+        std::equal(x.shape.begin(), x.shape.end(), y.shape.begin(), y.shape.end()) &&
+        x.is_bias == y.is_bias && x.kept_fp32 == y.kept_fp32 && x.flow == y.flow &&
+        x.module_name == y.module_name))
+    return false;
+  const bool read = !x.module_name.empty() && x.flow != linear_role::unknown;
+  return read || alike_but_numbers(x.name, y.name);
+}
+
+// Every field of a layer but its index within its stack.
+bool same_layer_kind(const layer_spec& x, const layer_spec& y) {
+  return x.stack == y.stack && x.attention == y.attention &&
+         x.sliding_window_tokens == y.sliding_window_tokens &&
+         x.cross_attention == y.cross_attention && x.moe == y.moe && x.l2_qk_norm == y.l2_qk_norm &&
+         x.mlp_intermediate == y.mlp_intermediate && x.shares_params_of == y.shares_params_of;
+}
+
+bool same_block_tensors(const model_spec& spec, int a, int b) {
+  const auto& x = spec.block_tensors[static_cast<std::size_t>(a)];
+  const auto& y = spec.block_tensors[static_cast<std::size_t>(b)];
+  if (x.size() != y.size()) return false;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    if (!same_tensor_elsewhere(spec.tensors[x[k]], spec.tensors[y[k]])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool same_block_description(const step_context& ctx, int a, int b) {
+  const model_spec& spec = ctx.spec;
+  const std::size_t layers = spec.layers.size();
+  const auto in_range = [&](int l) { return l >= 0 && static_cast<std::size_t>(l) < layers; };
+  // (Unindexed tensors: each block is described on its own.)
+  if (!in_range(a) || !in_range(b) || spec.block_tensors.size() != layers) return false;
+  if (!same_layer_kind(spec.layers[static_cast<std::size_t>(a)],
+                       spec.layers[static_cast<std::size_t>(b)]))
+    return false;
+  // LLaMA-Adapter's first adapted layer (build, prompt_attention).
+  const std::uint64_t start = ctx.config.adapter_start_layer;
+  if ((static_cast<std::uint64_t>(a) < start) != (static_cast<std::uint64_t>(b) < start))
+    return false;
+  // The tensors it runs (its own, or those it shares), and its own (unsloth's dequantised
+  // copies).
+  const int runs_a = parameter_block(spec, a);
+  const int runs_b = parameter_block(spec, b);
+  return same_block_tensors(spec, runs_a, runs_b) &&
+         ((runs_a == a && runs_b == b) || same_block_tensors(spec, a, b));
+}
+
 block_memory block_memory_of(const step_context& ctx, int layer_index) {
   if (framework_of(ctx.config).own_kernels) return unsloth_block(ctx, layer_index);
   return block_builder(ctx, layer_index).build();

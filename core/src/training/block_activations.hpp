@@ -86,5 +86,10 @@ std::uint64_t unsloth_dequantised_bytes(const model_spec& spec, std::uint64_t c,
 
 // What block `layer_index` keeps for backward and briefly needs, on this rank.
 block_memory block_memory_of(const step_context& ctx, int layer_index);
+// Whether block_memory_of reads the same of blocks `a` and `b` (over the same tokens): the same
+// kind of layer (layer_spec but its index), tensors that differ only in their layer and in the
+// numbers of their names, the same side of LLaMA-Adapter's first adapted layer. A model's
+// identical layers are then described once.
+bool same_block_description(const step_context& ctx, int a, int b);
 
 }  // namespace gpumem

@@ -255,9 +255,16 @@ void step_replay::describe_blocks() {
     }
   }
   decoder_seq = decoder_ctx.seq;
+  blocks.reserve(spec.layers.size());
   for (std::size_t l = 0; l < spec.layers.size(); ++l) {
     const step_context& at = l >= first_decoder ? decoder_ctx : ctx;
-    blocks.push_back(block_memory_of(at, static_cast<int>(l)));
+    const int here = static_cast<int>(l);
+    // A block like the one before, over the same tokens, is described as it was.
+    if (l > 0 && l != first_decoder && same_block_description(at, here - 1, here)) {
+      blocks.push_back(blocks.back());
+      continue;
+    }
+    blocks.push_back(block_memory_of(at, here));
     blocks.back().residual = at.r * at.h_tokens * spec.hidden_size;
   }
   for (std::size_t l = stage.first; l < stage.last; ++l) {

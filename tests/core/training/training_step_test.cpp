@@ -12,6 +12,7 @@
 #include "gpumem/parallel/offload.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
 #include "test_files.hpp"
+#include "training/block_activations.hpp"
 
 namespace gpumem {
 namespace {
@@ -2837,6 +2838,58 @@ TEST_CASE("training_refusal answers as the estimate does, without replaying the 
     CHECK(refusal->message == estimate.failure().message);
   }
   CHECK(refused == 5);
+}
+
+}  // namespace
+}  // namespace gpumem
+
+namespace gpumem {
+namespace {
+
+bool described_alike(const block_memory& a, const block_memory& b) {
+  return a.graph == b.graph && a.saved == b.saved && a.weight_copies == b.weight_copies &&
+         a.transient == b.transient && a.backward_transient == b.backward_transient &&
+         a.adapter_backward == b.adapter_backward && a.retained == b.retained &&
+         a.residual == b.residual && a.keeps_memory == b.keeps_memory &&
+         a.masked_attention == b.masked_attention && a.op_cache == b.op_cache;
+}
+
+TEST_CASE("blocks called alike are described alike, over every preset") {
+  // The replay describes a block like the one before it once (describe_blocks): every pair
+  // same_block_description calls alike must come out the same from block_memory_of.
+  std::vector<training_config> runs(3);
+  runs[1].finetune = finetune_kind::lora;
+  runs[1].lora_targets = {"all-linear"};
+  runs[1].quantization = base_quantization::nf4;
+  runs[2].finetune = finetune_kind::llama_adapter_v2;
+  runs[2].framework = framework_profile::litgpt;
+  int alike = 0;
+  int unlike = 0;
+  const auto presets = test::read_presets();
+  for (const auto& [id, preset] : presets.items()) {
+    const auto spec = parse_model_config(preset.at("config"), {}, "c");
+    if (!spec.ok()) continue;
+    for (const training_config& run : runs) {
+      step_context ctx{spec.value(), run};
+      // (Longer than the presets' sliding windows, so that windowed layers differ.)
+      ctx.seq = ctx.tokens = ctx.h_tokens = 8192;
+      ctx.memory_seq = ctx.memory_tokens = 8192;
+      ctx.quantized = run.quantization != base_quantization::none;
+      ctx.full = run.finetune == finetune_kind::full;
+      for (std::size_t l = 1; l < spec.value().layers.size(); ++l) {
+        const int b = static_cast<int>(l);
+        if (!same_block_description(ctx, b - 1, b)) {
+          ++unlike;
+          continue;
+        }
+        ++alike;
+        INFO(id << " block " << l);
+        CHECK(described_alike(block_memory_of(ctx, b - 1), block_memory_of(ctx, b)));
+      }
+    }
+  }
+  CHECK(alike > 1000);  // (the presets' layers are mostly alike)
+  CHECK(unlike > 50);   // (alternating windows, MoE and dense blocks, encoder and decoder)
 }
 
 }  // namespace
