@@ -2866,8 +2866,9 @@ TEST_CASE("blocks called alike are described alike, over every preset") {
   int alike = 0;
   int unlike = 0;
   const auto presets = test::read_presets();
-  for (const auto& [id, preset] : presets.items()) {
-    const auto spec = parse_model_config(preset.at("config"), {}, "c");
+  for (const auto& item : presets.items()) {
+    const std::string id = item.key();  // (a plain name: INFO's lambda cannot capture a binding)
+    const auto spec = parse_model_config(item.value().at("config"), {}, "c");
     if (!spec.ok()) continue;
     for (const training_config& run : runs) {
       step_context ctx{spec.value(), run};
