@@ -200,11 +200,11 @@ struct footprint {
   fit_verdict verdict = fit_verdict::does_not_fit;
 };
 
-// What a candidate's step on the GPU depends on among the fields a plan sets (lay_out and the
-// searches; every other field is the workload's, the same for all candidates, and a field either
-// comes to set belongs here): whether each part is offloaded, not where to, which only the host's
-// footprint and the checks read (step_setup.cpp reads `!= none`), so that an offload to NVMe
-// replays as the one to host RAM before it.
+// What a candidate's step on the GPU depends on among the fields a plan sets: those lay_out and
+// the searches set (every other field is the workload's, the same for every candidate; a field
+// either of them comes to set must be added here). Of the offload, whether each part goes, not
+// where to: only the host's footprint and the checks read that (the replay reads `!= none`,
+// step_setup.cpp), so an offload to NVMe replays as the one to host RAM before it.
 struct replay_key {
   data_parallel sharding = data_parallel::none;
   context_parallel_kind cp_kind = context_parallel_kind::ring;

@@ -627,6 +627,7 @@ bool same_block_description(const step_context& ctx, int a, int b) {
   // copies).
   const int runs_a = parameter_block(spec, a);
   const int runs_b = parameter_block(spec, b);
+  if (!in_range(runs_a) || !in_range(runs_b)) return false;
   return same_block_tensors(spec, runs_a, runs_b) &&
          ((runs_a == a && runs_b == b) || same_block_tensors(spec, a, b));
 }
