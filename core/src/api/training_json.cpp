@@ -183,8 +183,7 @@ result<std::uint64_t> solve_max_batch(const model_spec& spec, const cluster_spec
   training_job trial = job;
   trial.config.timeline_samples = 0;
   std::optional<error> failure;
-  std::uint64_t per_sequence = 0;
-  std::uint64_t below_peak = 0;  // growth_below_peak at one sequence
+  std::optional<batch_growth> growth;  // from the replay at one sequence
   const auto probe = [&](std::uint64_t batch) {
     trial.config.micro_batch = batch;
     auto replay =
@@ -202,18 +201,15 @@ result<std::uint64_t> solve_max_batch(const model_spec& spec, const cluster_spec
       busiest = &e;
       bytes = used;
     }
-    if (batch == 1 && busiest) {
-      per_sequence = bytes_per_sequence(*busiest);
-      below_peak = growth_below_peak(*busiest);
-    }
+    if (batch == 1 && busiest) growth = batch_growth_of(*busiest, bytes);
     return boundary_probe{replay.value().verdict == fit_verdict::fits, bytes};
   };
   const boundary_probe first = probe(1);
   if (failure) return *failure;
   if (!first.holds || upper < 1) return std::uint64_t{0};
   const std::uint64_t usable = cluster.gpu.memory_bytes - cluster.headroom_bytes;
-  const boundary_start start{1, first.bytes - below_peak, upper + 1, usable,
-                             per_sequence > 0 ? per_sequence : first.bytes};
+  const batch_growth g = growth.value_or(batch_growth{first.bytes, first.bytes});
+  const boundary_start start{1, g.growing_bytes, upper + 1, usable, g.per_sequence};
   const std::uint64_t best = search_boundary(start, probe);
   if (failure) return *failure;
   return best;

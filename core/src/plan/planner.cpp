@@ -490,10 +490,9 @@ batch_search detailed_search::search_batch(training_config& config) {
   std::uint64_t good = 0;
   const boundary_probe at_first = probe(first);
   if (at_first.holds && !fixed_batch) {
-    const std::uint64_t per_sequence = bytes_per_sequence(out.at_one.estimate);
-    const std::uint64_t growing = at_first.bytes - growth_below_peak(out.at_one.estimate);
-    const boundary_start start{1, growing, options.max_micro_batch + 1, usable,
-                               per_sequence > 0 ? per_sequence : at_first.bytes};
+    const batch_growth growth = batch_growth_of(out.at_one.estimate, at_first.bytes);
+    const boundary_start start{1, growth.growing_bytes, options.max_micro_batch + 1, usable,
+                               growth.per_sequence};
     good = search_boundary(start, probe);
   } else if (fixed_batch && out.at_one.fits) {
     good = fixed_batch;

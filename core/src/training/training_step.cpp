@@ -183,14 +183,12 @@ std::uint64_t device_used_bytes(const training_estimate& estimate,
          cuda_context_bytes + cuda_libraries_bytes();
 }
 
-std::uint64_t bytes_per_sequence(const training_estimate& at_one_sequence) {
-  return at_one_sequence.activations_high;
-}
-
-std::uint64_t growth_below_peak(const training_estimate& at_one_sequence) {
+batch_growth batch_growth_of(const training_estimate& at_one_sequence, std::uint64_t footprint) {
   const std::uint64_t peak = at_one_sequence.peak.allocated;
   const std::uint64_t with = at_one_sequence.peak_with_activations;
-  return with > 0 && with < peak ? peak - with : 0;
+  const std::uint64_t below_peak = with > 0 && with < peak ? peak - with : 0;
+  const std::uint64_t per_sequence = at_one_sequence.activations_high;
+  return {footprint - below_peak, per_sequence > 0 ? per_sequence : footprint};
 }
 
 std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,

@@ -256,8 +256,7 @@ struct training_estimate {
   // Bytes the GPU moved out under `offload` at the step's largest (offload.cpp sizes the host
   // side from these): the saved activations of all blocks.
   std::uint64_t saved_activation_bytes = 0;
-  // memory_timeline's activations_high and peak_with_activations (for bytes_per_sequence and
-  // growth_below_peak).
+  // memory_timeline's activations_high and peak_with_activations (for batch_growth_of).
   std::uint64_t activations_high = 0;
   std::uint64_t peak_with_activations = 0;
   std::vector<std::string> notes;
@@ -385,15 +384,18 @@ std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const traini
 std::uint64_t device_used_bytes(const training_estimate& estimate,
                                 std::uint64_t cuda_context_bytes);
 
-// What one more sequence of the micro-batch is expected to add to the peak, judged from a replay
-// at one sequence: the most activations and logits it held at once (the micro-batch searches
-// start from it, plan/boundary_search.hpp); 0 when it held none.
-std::uint64_t bytes_per_sequence(const training_estimate& at_one_sequence);
-// How far below the step's peak lies the part that grows with the micro-batch: the peak less the
-// most allocated while activations were alive (the optimizer step's peak of a full fine-tuning
-// stays as the micro-batch grows, until the forward and backward pass it). The searches predict
-// the growing part's footprint as the replay's less this.
-std::uint64_t growth_below_peak(const training_estimate& at_one_sequence);
+// Where a search for the largest micro-batch that fits starts (plan/boundary_search.hpp), judged
+// from a replay at one sequence whose footprint is `footprint` bytes: the part of the footprint
+// that grows with the micro-batch (the footprint less how far the step's peak lies above the most
+// allocated while activations were alive: a full fine-tuning's peak at one sequence is its
+// optimizer step, which stays as the micro-batch grows until the forward and backward pass it),
+// and what one more sequence is expected to add (the most activations and logits alive at once;
+// the whole footprint when there were none).
+struct batch_growth {
+  std::uint64_t growing_bytes = 0;
+  std::uint64_t per_sequence = 0;
+};
+batch_growth batch_growth_of(const training_estimate& at_one_sequence, std::uint64_t footprint);
 
 // A replay's peak in `metric`: "allocated", "reserved" or (anything else) "device_used".
 std::uint64_t peak_in_metric(const std::string& metric, std::uint64_t allocated,
