@@ -89,5 +89,37 @@ TEST_CASE("UTF-8 is written unchanged exactly where nlohmann would: every edge o
   }
 }
 
+TEST_CASE(
+    "a byte to escape or check is found wherever it falls in a string read 8 bytes at a time") {
+  // Every kind of byte the plain-ASCII test must stop at (each of the quotes, the edges of the
+  // control characters and of ASCII, a UTF-8 lead and a continuation byte) at every position of
+  // strings of 1 to 24 bytes, and its neighbours that must pass ('!', '#', '[', ']', ' ', '~').
+  const unsigned char probes[] = {'"',  '\\', 0x00, 0x1F, 0x7F, 0x80, 0xC3, 0xA9,
+                                  0xFF, '!',  '#',  '[',  ']',  ' ',  '~'};
+  for (std::size_t length = 1; length <= 24; ++length) {
+    for (std::size_t at = 0; at < length; ++at) {
+      for (const unsigned char probe : probes) {
+        std::string text(length, 'a');
+        text[at] = static_cast<char>(probe);
+        const json value = text;
+        CAPTURE(length);
+        CAPTURE(at);
+        CAPTURE(static_cast<unsigned>(probe));
+        CHECK(written(value) == dumped(value));
+      }
+    }
+  }
+}
+
+TEST_CASE("a long answer grows the text, after what the string held already") {
+  json value = json::array();
+  for (int i = 0; i < 2000; ++i)
+    value.push_back({{"index", i}, {"name", "block " + std::to_string(i)}});
+  std::string out = "prefix:";
+  append_json_text(out, value);
+  CHECK(out.size() > 4096 * 4);
+  CHECK(out == "prefix:" + dumped(value));
+}
+
 }  // namespace
 }  // namespace gpumem
