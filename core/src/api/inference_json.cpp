@@ -6,7 +6,7 @@
 #include "api/json_text.hpp"
 #include "api/request_reader.hpp"
 #include "gpumem/inference/inference_solver.hpp"
-#include "gpumem/plan/inference_speed.hpp"
+#include "gpumem/inference/inference_speed.hpp"
 #include "model/config_reader.hpp"
 
 namespace gpumem {

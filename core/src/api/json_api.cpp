@@ -11,7 +11,6 @@
 #include "api/launch/launch_commands.hpp"
 #include "api/model_json.hpp"
 #include "api/model_resolver.hpp"
-#include "api/number_text.hpp"
 #include "api/plan_alternatives.hpp"
 #include "api/preset_reader.hpp"
 #include "api/request_reader.hpp"
@@ -19,13 +18,14 @@
 #include "gpumem/model/config_parser.hpp"
 #include "gpumem/model/param_count.hpp"
 #include "gpumem/model/preset_catalog.hpp"
-#include "gpumem/parallel/gemini_placement.hpp"
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/gemini_placement.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "gpumem/plan/llmem.hpp"
 #include "gpumem/plan/planner.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "gpumem/validation/validation.hpp"
 #include "model/config_reader.hpp"
+#include "text/number_text.hpp"
 
 namespace gpumem {
 

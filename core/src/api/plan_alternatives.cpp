@@ -5,8 +5,8 @@
 #include <utility>
 #include <vector>
 
-#include "api/number_text.hpp"
 #include "gpumem/model/preset_catalog.hpp"
+#include "text/number_text.hpp"
 
 namespace gpumem {
 

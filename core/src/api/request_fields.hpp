@@ -28,11 +28,6 @@ inline const nlohmann::ordered_json& member(const nlohmann::ordered_json& reques
 std::optional<error> check_object(const nlohmann::ordered_json& request, const char* key,
                                   const std::string& where = "");
 
-// One of `accepted` for `key` of the object `in` reads, else `fallback`; a value outside the
-// list is recorded as an error naming them.
-std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
-                                  std::initializer_list<const char*> accepted);
-
 // workload.software: the releases of `libraries` (each name and where its release goes), each a
 // PEP 440 version; another library is request.unknown_field, a malformed release
 // request.invalid_value ("a release such as `example`"). `object_example` shows the object.

@@ -28,19 +28,6 @@ std::optional<error> check_object(const json& request, const char* key, const st
                "[" + path + "] must be an object, got " + std::string(it->type_name())};
 }
 
-std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
-                                  std::initializer_list<const char*> accepted) {
-  const std::string value = in.text(key, fallback);
-  for (const char* a : accepted) {
-    if (value == a) return value;
-  }
-  std::string list;
-  for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
-  in.fail("request.invalid_value", key,
-          "[" + in.field(key) + "] must be one of " + list + "; got '" + value + "'");
-  return std::nullopt;
-}
-
 std::optional<error> check_seq_len(const model_spec& model, std::uint64_t seq_len,
                                    std::vector<std::string>& warnings) {
   if (model.max_positions == 0 || seq_len <= model.max_positions) return std::nullopt;

@@ -5,14 +5,14 @@
 
 #include "api/estimate_json.hpp"
 #include "api/json_text.hpp"
-#include "api/number_text.hpp"
 #include "api/request_reader.hpp"
-#include "gpumem/parallel/gemini_placement.hpp"
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/gemini_placement.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "gpumem/plan/planner.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "model/config_reader.hpp"
 #include "plan/boundary_search.hpp"
+#include "text/number_text.hpp"
 
 namespace gpumem {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <string>
 
-#include "api/number_text.hpp"
 #include "gpumem/model/param_count.hpp"
+#include "text/number_text.hpp"
 
 namespace gpumem {
 

@@ -193,4 +193,17 @@ double config_reader::number(const char* key, double fallback, double min, doubl
   return value.get<double>();
 }
 
+std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
+                                  std::initializer_list<const char*> accepted) {
+  const std::string value = in.text(key, fallback);
+  for (const char* a : accepted) {
+    if (value == a) return value;
+  }
+  std::string list;
+  for (const char* a : accepted) list += (list.empty() ? "" : ", ") + std::string(a);
+  in.fail("request.invalid_value", key,
+          "[" + in.field(key) + "] must be one of " + list + "; got '" + value + "'");
+  return std::nullopt;
+}
+
 }  // namespace gpumem

@@ -72,4 +72,9 @@ class config_reader {
   std::optional<error> first_;
 };
 
+// One of `accepted` for `key` of the object `in` reads, else `fallback`; a value outside the
+// list is recorded as a request.invalid_value naming them (requests alone choose among names).
+std::optional<std::string> choose(config_reader& in, const char* key, const std::string& fallback,
+                                  std::initializer_list<const char*> accepted);
+
 }  // namespace gpumem

@@ -4,7 +4,7 @@
 // (methods/deepspeed.cpp), and Colossal-AI's Gemini (methods/colossalai.cpp). The step's replay
 // asks these traits; none of it tests a method's name.
 
-#include "gpumem/training/training_step.hpp"
+#include "gpumem/parallel/data_parallel.hpp"
 
 namespace gpumem {
 

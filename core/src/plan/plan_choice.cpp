@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/number_text.hpp"
+#include "text/number_text.hpp"
 
 namespace gpumem {
 

@@ -8,11 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "api/number_text.hpp"
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "plan/boundary_search.hpp"
 #include "plan/plan_choice.hpp"
 #include "plan/workload_speed.hpp"
+#include "text/number_text.hpp"
 #include "training/framework.hpp"
 
 namespace gpumem {

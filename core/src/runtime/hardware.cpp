@@ -2,6 +2,15 @@
 
 namespace gpumem {
 
+cluster_spec cluster_of(const gpu_spec& gpu, std::uint64_t gpus) {
+  cluster_spec cluster;
+  cluster.gpu = gpu;
+  cluster.gpus = gpus;
+  cluster.gpus_per_node = gpus;
+  cluster.cuda_context_bytes = default_cuda_context_bytes(gpu.architecture);
+  return cluster;
+}
+
 std::uint64_t ranks_per_node(const cluster_spec& cluster) {
   return cluster.gpus_per_node > 0 && cluster.gpus_per_node < cluster.gpus ? cluster.gpus_per_node
                                                                            : cluster.gpus;

@@ -7,15 +7,15 @@
 #include <optional>
 #include <utility>
 
-#include "api/number_text.hpp"
-#include "api/request_reader.hpp"
 #include "gpumem/inference/inference_step.hpp"
 #include "gpumem/model/config_parser.hpp"
 #include "gpumem/model/param_count.hpp"
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "gpumem/plan/step_time.hpp"
 #include "gpumem/training/training_step.hpp"
 #include "model/config_reader.hpp"
+#include "model/gpu_preset.hpp"
+#include "text/number_text.hpp"
 #include "validation/validation_point.hpp"
 
 namespace gpumem {
@@ -209,25 +209,25 @@ step_time_report validate_step_time(const json& points) {
       continue;
     }
     auto counts = count_params(spec.value());
-    auto cluster =
-        read_cluster({{"cluster", {{"gpu", gpu_id}, {"gpus", count_or_one(parallel, "gpus")}}}});
-    if (!counts.ok() || !cluster.ok()) {
-      skip(!counts.ok() ? counts.failure().message : cluster.failure().message);
+    auto gpu = gpu_from_preset(gpu_id, "gpu");
+    if (!counts.ok() || !gpu.ok()) {
+      skip(!counts.ok() ? counts.failure().message : gpu.failure().message);
       continue;
     }
+    cluster_spec cluster = cluster_of(gpu.value(), count_or_one(parallel, "gpus"));
     // Eight GPUs per node, as in the DGX/HGX servers these runs used.
-    cluster.value().gpus_per_node = std::min<std::uint64_t>(cluster.value().gpus, 8);
+    cluster.gpus_per_node = std::min<std::uint64_t>(cluster.gpus, 8);
     step_time_options options =
         timing_options(workload, spec.value(), counts.value(), seq.get<std::uint64_t>());
     const std::string named = text_or(parallel, "method", "");
     options.optimizer_sharded = named != "ddp" && named != "single";
     options.gathers_per_module = named.rfind("zero3", 0) == 0;
-    auto speed = estimate_step_time(spec.value(), counts.value(), cluster.value(),
+    auto speed = estimate_step_time(spec.value(), counts.value(), cluster,
                                     parallel_for(method, count_or_one(parallel, "tp")),
                                     micro.get<std::uint64_t>(), seq.get<std::uint64_t>(), options);
     const bool offloaded = is_offloaded(parallel);
     if (offloaded) {
-      if (auto why = time_offload(p, spec.value(), cluster.value(), speed); !why.empty()) {
+      if (auto why = time_offload(p, spec.value(), cluster, speed); !why.empty()) {
         skip(why);
         continue;
       }
@@ -242,8 +242,7 @@ step_time_report validate_step_time(const json& points) {
       out.note += "; the offload adds " + grouped_number(speed.offload_s, 1) +
                   " s (host link, NVMe and the CPU optimizer at the default host speeds)";
     }
-    out.note +=
-        beyond_peak(out, speed, matmul_flops(cluster.value().gpu, options.bf16, options.fp32));
+    out.note += beyond_peak(out, speed, matmul_flops(cluster.gpu, options.bf16, options.fp32));
     by_method[out.method].push_back(std::fabs(out.relative_error));
     all.push_back(std::fabs(out.relative_error));
     report.points.push_back(out);
@@ -326,8 +325,8 @@ std::string read_model(const json& p, model_spec& spec) {
 // The GPU the point ran on, as the estimators read it (`gpu_id`: its preset, "" when not named).
 gpu_spec gpu_for(const json& p, const std::string& gpu_id) {
   gpu_spec gpu;
-  auto cluster = read_cluster({{"cluster", {{"gpu", gpu_id.empty() ? "a100-sxm4-80gb" : gpu_id}}}});
-  if (cluster.ok()) gpu = cluster.value().gpu;
+  auto preset = gpu_from_preset(gpu_id.empty() ? "a100-sxm4-80gb" : gpu_id, "gpu");
+  if (preset.ok()) gpu = preset.value();
   // A GPU not named precisely keeps the A100's runtime figures with the memory the point
   // states: what the run had to fit in.
   const json& stated_memory = object_at(p, "gpu").value("memory_gib", json());

@@ -669,7 +669,7 @@ TEST_CASE("a plan's time and cost for so many training tokens") {
 }  // namespace
 }  // namespace gpumem
 
-#include "gpumem/plan/inference_speed.hpp"
+#include "gpumem/inference/inference_speed.hpp"
 
 namespace gpumem {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "gpumem/model/config_parser.hpp"
 #include "gpumem/model/param_count.hpp"
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
 #include "test_files.hpp"
 #include "training/block_activations.hpp"

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/runtime/component.hpp"
+
 namespace gpumem {
 
 // Distributed fine-tuning methods of LLMem (IJCAI 2024, Table 1): one GPU; conventional data
@@ -29,11 +31,6 @@ struct parallel_config {
   // Context-parallel degree (detailed plans): each sequence split over cp GPUs of a sharded
   // data-parallel method, attention by ring.
   std::uint64_t cp = 1;
-};
-
-struct component {
-  std::string name;
-  std::uint64_t bytes = 0;
 };
 
 // How an estimate stands against a GPU: it leaves the headroom free (fits), it runs with less

@@ -13,7 +13,7 @@
 
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/model/param_count.hpp"
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "gpumem/plan/estimate.hpp"
 #include "gpumem/runtime/hardware.hpp"
 

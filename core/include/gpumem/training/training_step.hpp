@@ -9,8 +9,9 @@
 #include <vector>
 
 #include "gpumem/model/model_spec.hpp"
-#include "gpumem/plan/estimate.hpp"
+#include "gpumem/parallel/data_parallel.hpp"
 #include "gpumem/result.hpp"
+#include "gpumem/runtime/component.hpp"
 #include "gpumem/runtime/hardware.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
 #include "gpumem/training/software_stack.hpp"
@@ -48,24 +49,6 @@ enum class loss_kind { model, plain_cross_entropy };
 // second fp32 absmax per 256 of them (double quantisation), or bitsandbytes LLM.int8 (int8
 // weights and an fp32 absmax per output row: PEFT's 8-bit LoRA, load_in_8bit).
 enum class base_quantization { none, nf4, nf4_double_quant, int8 };
-
-// How data-parallel ranks place the model states (each rank runs its own micro-batch):
-// a full replica with gradient buckets (PyTorch DDP); ZeRO stage 1 (optimizer states and fp32
-// master weights sharded), 2 (and gradients), 3 (and parameters); FSDP FULL_SHARD (ZeRO-3-like,
-// one block gathered at a time plus the next prefetched) and SHARD_GRAD_OP (parameters stay
-// gathered from forward to backward).
-// Colossal-AI Gemini is ZeRO-3 in chunks whose fp16 slots also hold the gradients, stepped by
-// HybridAdam on those fp16 gradients.
-enum class data_parallel {
-  none,
-  ddp,
-  zero1,
-  zero2,
-  zero3,
-  gemini,
-  fsdp_full_shard,
-  fsdp_shard_grad_op
-};
 
 // The method's name in requests (single, ddp, zero1, zero2, zero3, gemini, fsdp_full_shard,
 // fsdp_shard_grad_op), if it is one.

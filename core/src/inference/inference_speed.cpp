@@ -1,4 +1,4 @@
-#include "gpumem/plan/inference_speed.hpp"
+#include "gpumem/inference/inference_speed.hpp"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gpumem/model/model_spec.hpp"
-#include "gpumem/plan/estimate.hpp"
 #include "gpumem/result.hpp"
+#include "gpumem/runtime/component.hpp"
 #include "gpumem/runtime/hardware.hpp"
 #include "gpumem/training/training_step.hpp"
 

@@ -1,6 +1,6 @@
 // Offloaded training: what leaves the GPU in the replay, and the host and NVMe side by hand.
 
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 
 #include <doctest/doctest.h>
 
@@ -208,7 +208,7 @@ TEST_CASE("the plan answers 70B on one 24 GB GPU with 128 GiB of RAM and a 2 TB 
 }  // namespace gpumem
 
 #include "gpumem/api/json_api.hpp"
-#include "gpumem/parallel/gemini_placement.hpp"
+#include "gpumem/offload/gemini_placement.hpp"
 
 namespace gpumem {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 #include "gpumem/training/training_step.hpp"
 
 namespace gpumem {

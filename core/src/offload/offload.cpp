@@ -1,4 +1,4 @@
-#include "gpumem/parallel/offload.hpp"
+#include "gpumem/offload/offload.hpp"
 
 #include <algorithm>
 

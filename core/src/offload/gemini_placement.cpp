@@ -1,4 +1,4 @@
-#include "gpumem/parallel/gemini_placement.hpp"
+#include "gpumem/offload/gemini_placement.hpp"
 
 #include <algorithm>
 #include <cmath>

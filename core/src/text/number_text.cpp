@@ -1,4 +1,4 @@
-#include "api/number_text.hpp"
+#include "text/number_text.hpp"
 
 #include <cmath>
 #include <cstdio>
