@@ -13,7 +13,7 @@
 #include "api/request_reader.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/result.hpp"
-#include "gpumem/training/software_stack.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 #include "model/config_reader.hpp"
 
 namespace gpumem {

@@ -10,7 +10,7 @@
 #include "gpumem/inference/inference_step.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
-#include "gpumem/training/software_stack.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 
 namespace gpumem {
 

@@ -21,8 +21,6 @@ namespace {
 using cat = memory_category;
 using namespace inference_tensors;
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
 // Dimensions of the attention and MLP on this rank.
 struct layer_dims {
   std::uint64_t hidden = 0;

@@ -27,8 +27,6 @@ constexpr std::pair<const char*, weight_format> format_names[] = {
     {"gguf_q2_k", weight_format::gguf_q2_k},
 };
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
 // Block layouts of ggml-common.h: (weights per block, bytes per block).
 //   q8_0: fp16 scale + 32 int8;                         34 B / 32
 //   q6_k: ql[128] + qh[64] + int8 scales[16] + fp16 d;  210 B / 256

@@ -37,8 +37,6 @@ std::vector<std::uint64_t> model_buffers(const model_spec& spec) {
   return out;
 }
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
 }  // namespace
 
 std::uint64_t llmem_round(double bytes) {

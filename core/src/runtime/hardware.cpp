@@ -41,4 +41,11 @@ std::uint64_t default_cuda_context_bytes(const std::string& architecture) {
   return 287047680ULL;
 }
 
+std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
+
+std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
+  if (architecture == "hopper" || architecture == "blackwell") return 32ULL << 20;
+  return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;
+}
+
 }  // namespace gpumem

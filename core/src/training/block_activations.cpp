@@ -84,40 +84,6 @@ void linear_input(block_memory& m, const step_context& ctx, std::uint64_t elems,
 
 }  // namespace
 
-std::uint64_t tensor_out(const tensor_spec& t) {
-  return t.module == module_kind::conv1d ? t.shape[1] : t.shape[0];
-}
-std::uint64_t tensor_in(const tensor_spec& t) {
-  return t.module == module_kind::conv1d ? t.shape[0] : t.shape[1];
-}
-
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
-
-// Column-parallel layers split their output features over the tensor-parallel ranks.
-bool column_parallel(const tensor_spec& t) {
-  const linear_role role = role_of(t);
-  return role == linear_role::attention_in || role == linear_role::mlp_in ||
-         role == linear_role::cross_query || role == linear_role::cross_memory ||
-         role == linear_role::latent_q || role == linear_role::latent_kv;
-}
-// A block linear's features on this rank.
-std::uint64_t local_out(const tensor_spec& t, std::uint64_t tp) {
-  return column_parallel(t) ? tensor_out(t) / tp : tensor_out(t);
-}
-std::uint64_t local_in(const tensor_spec& t, std::uint64_t tp) {
-  return column_parallel(t) ? tensor_in(t) : tensor_in(t) / tp;
-}
-
-// The last dimension of this rank's part of a tensor (Adafactor factors rows and columns).
-std::uint64_t local_last_dim(const tensor_spec& t, std::uint64_t tp) {
-  const std::uint64_t local = tensor_parallel_numel(t, tp);
-  if (t.shape.size() < 2) return local;
-  if (local == t.numel()) return t.shape.back();
-  const bool block_linear = t.layer >= 0;
-  const bool last_split = block_linear && (t.module == module_kind::conv1d) == column_parallel(t);
-  return last_split ? t.shape.back() / tp : t.shape.back();
-}
-
 namespace {
 
 // What DoRA adds to an adapted linear (PEFT tuners/lora/dora.py DoraLinearLayer.forward, the

@@ -12,8 +12,6 @@
 
 namespace gpumem {
 
-std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b);
-
 // What one transformer block keeps for backward and briefly needs, as separate tensors.
 struct block_memory {
   // False for a block autograd records nothing of: no trainable parameter in or below it
@@ -67,17 +65,6 @@ struct step_context {
   bool fp32_kept = false;
 };
 
-// A linear layer's output and input features (transformers' GPT-2 Conv1D stores them the other
-// way round).
-std::uint64_t tensor_out(const tensor_spec& t);
-std::uint64_t tensor_in(const tensor_spec& t);
-// Column-parallel layers split their output features over the tensor-parallel ranks.
-bool column_parallel(const tensor_spec& t);
-// A block linear's features on this rank.
-std::uint64_t local_out(const tensor_spec& t, std::uint64_t tp);
-std::uint64_t local_in(const tensor_spec& t, std::uint64_t tp);
-// The last dimension of this rank's part of a tensor (Adafactor factors rows and columns).
-std::uint64_t local_last_dim(const tensor_spec& t, std::uint64_t tp);
 // The element size of a norm's output.
 std::uint64_t norm_output_bytes(const step_context& ctx, std::uint64_t input_bytes);
 // unsloth's buffer for its largest dequantised 4-bit block linear (of block `layer`, or of all

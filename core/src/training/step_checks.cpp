@@ -13,29 +13,6 @@
 
 namespace gpumem {
 
-std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp) {
-  // Expert tensor parallelism splits every routed expert's width and the shared expert's too.
-  std::vector<std::pair<const char*, std::uint64_t>> widths = {
-      {"the attention heads", spec.num_heads},
-      {"the key/value heads", spec.num_kv_heads},
-      {"the MLP width", spec.intermediate_size}};
-  if (spec.moe.num_experts > 0)
-    widths.push_back({"the expert width", spec.moe.expert_intermediate});
-  if (spec.moe.shared_intermediate > 0)
-    widths.push_back({"the shared experts' width", spec.moe.shared_intermediate});
-  bool divides = tp > 0;
-  for (const auto& [name, width] : widths) divides = divides && width % tp == 0;
-  if (divides) return std::nullopt;
-  std::string parts;
-  for (std::size_t i = 0; i < widths.size(); ++i) {
-    parts += i == 0 ? "" : i + 1 == widths.size() ? " and " : ", ";
-    parts += std::string(widths[i].first) + " (" + std::to_string(widths[i].second) + ")";
-  }
-  return error{"parallel.invalid_degree", "parallel.tp",
-               "[parallel.tp] tensor parallelism over " + std::to_string(tp) +
-                   " ranks needs it to divide " + parts};
-}
-
 namespace {
 // Context parallelism splits every sequence evenly over the cp ranks: the ring into 2 cp
 // load-balanced chunks, two per rank (Megatron-LM get_batch_on_this_cp_rank; TransformerEngine
@@ -242,22 +219,6 @@ std::optional<error> check_encoder_decoder(const model_spec& spec, const trainin
 }  // namespace
 
 // The LM head a tied model shares with its embedding, as a tensor of its own.
-tensor_spec tied_lm_head(const model_spec& spec) {
-  tensor_spec head;
-  head.name = "lm_head.weight";
-  head.role = tensor_role::lm_head;
-  head.module = module_kind::linear;
-  head.shape = {spec.vocab_size, spec.embedding_dim};
-  return head;
-}
-
-model_spec litgpt_model(const model_spec& spec) {
-  model_spec out = spec;
-  if (!spec.tied_embeddings) return out;
-  out.tied_embeddings = false;
-  out.tensors.push_back(tied_lm_head(spec));
-  return out;
-}
 
 std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t seq_len,
                                         bool quadratic_attention) {

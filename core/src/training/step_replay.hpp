@@ -22,8 +22,6 @@
 
 namespace gpumem {
 
-// A tied LM head as a tensor of its own (the embedding's weight, as the head reads it).
-tensor_spec tied_lm_head(const model_spec& spec);
 // Whether `dp` is DeepSpeed's or Colossal-AI's engine (which converts the module to 16 bits).
 bool zero_engine(data_parallel dp);
 // unsloth's fused loss: how many chunks its tokens' logits are cut into.

@@ -133,42 +133,6 @@ std::uint64_t quantized_weight_bytes(const tensor_spec& tensor, std::uint64_t tp
   return quantized_matrix_bytes(tensor_parallel_numel(tensor, tp) / in, in, storage);
 }
 
-std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp) {
-  if (tp <= 1) return tensor.numel();
-  // Routed experts split every expert's width (Megatron-LM's expert tensor parallelism); the
-  // router stays whole on every rank.
-  if (tensor.role == tensor_role::routed_experts) return tensor.numel() / tp;
-  if (tensor.role == tensor_role::router) return tensor.numel();
-  const bool block_linear = tensor.layer >= 0 && (tensor.module == module_kind::linear ||
-                                                  tensor.module == module_kind::conv1d);
-  if (block_linear) {
-    return tensor.is_bias && !column_parallel(tensor) ? tensor.numel() : tensor.numel() / tp;
-  }
-  if (tensor.role == tensor_role::token_embedding || tensor.role == tensor_role::lm_head) {
-    return ceil_div(tensor.shape[0], tp) * (tensor.numel() / tensor.shape[0]);
-  }
-  return tensor.numel();
-}
-
-std::uint64_t tensor_parallel_in_features(const tensor_spec& tensor, std::uint64_t tp) {
-  const bool block_linear = tensor.layer >= 0 && (tensor.module == module_kind::linear ||
-                                                  tensor.module == module_kind::conv1d);
-  return block_linear ? local_in(tensor, std::max<std::uint64_t>(tp, 1)) : tensor_in(tensor);
-}
-
-stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage) {
-  const std::size_t n = static_cast<std::size_t>(stages);
-  const std::size_t s = static_cast<std::size_t>(stage);
-  const std::size_t base = layers / n;
-  const std::size_t extra = layers % n;
-  stage_layers out;
-  out.first = s * base + std::min(s, extra);
-  out.last = out.first + base + (s < extra ? 1 : 0);
-  return out;
-}
-
-std::uint64_t cuda_libraries_bytes() { return 102760448ULL - 35651584ULL; }
-
 std::uint64_t unsloth_host_checkpoint_bytes(const model_spec& spec, const training_config& config) {
   // Inputs of at most 2^20 elements stay on the GPU (MINIMUM_SIZE); unsloth runs 16-bit.
   const std::uint64_t elements = config.micro_batch * config.seq_len * spec.hidden_size;
@@ -220,50 +184,6 @@ std::vector<component> peak_components(const training_estimate& estimate, const 
   if (metric == "device_used" && estimate.nccl_bytes > 0)
     out.push_back({"nccl_buffers", estimate.nccl_bytes});
   return out;
-}
-
-std::uint64_t cublas_workspace_bytes(const std::string& architecture) {
-  if (architecture == "hopper" || architecture == "blackwell") return 32ULL << 20;
-  return 4096ULL * 1024 * 2 + 16ULL * 1024 * 8;
-}
-
-attention_kernel kernel_run(const model_spec& spec, attention_kernel asked, bool transformers) {
-  if (spec.encoder_decoder) return attention_kernel::eager;
-  if (spec.attention_sinks && transformers && asked == attention_kernel::sdpa)
-    return attention_kernel::eager;
-  return asked;
-}
-
-std::string kernel_run_note(const model_spec& spec) {
-  if (spec.encoder_decoder) {
-    return "T5's attention computes its scores by hand (modeling_t5.py), whatever kernel is "
-           "asked for: eager attention";
-  }
-  return "transformers has no SDPA path for gpt-oss's attention sinks and falls back to eager "
-         "attention; workload.attention flash reads the hub's flash-attention 3 kernel "
-         "(kernels-community/vllm-flash-attn3), which keeps no scores";
-}
-
-const char* attention_kernel_name(attention_kernel kernel) {
-  return kernel == attention_kernel::eager   ? "eager"
-         : kernel == attention_kernel::flash ? "flash"
-                                             : "sdpa";
-}
-
-attention_kernel attention_kernel_named(const std::string& name) {
-  return name == "eager"   ? attention_kernel::eager
-         : name == "flash" ? attention_kernel::flash
-                           : attention_kernel::sdpa;
-}
-
-bool sdpa_window_mask(const layer_spec& layer, std::uint64_t kv_length) {
-  return layer.sliding_window_tokens > 0 && kv_length >= layer.sliding_window_tokens;
-}
-
-bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers) {
-  if (spec.num_kv_heads >= spec.num_heads) return false;
-  if (compute_bytes == 4) return true;
-  return transformers && spec.model_type == "falcon" && spec.num_kv_heads == 1;
 }
 
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "gpumem/training/software_stack.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 
 namespace gpumem {
 

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
-#include "gpumem/training/software_stack.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 #include "inference/autoawq_fused.hpp"
 #include "model/config_reader.hpp"
 #include "training/framework.hpp"

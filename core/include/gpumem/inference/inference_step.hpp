@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/model/attention_kernel.hpp"
+#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/model/weight_format.hpp"
+#include "gpumem/parallel/model_split.hpp"
 #include "gpumem/result.hpp"
 #include "gpumem/runtime/hardware.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
-#include "gpumem/training/training_step.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 
 namespace gpumem {
 

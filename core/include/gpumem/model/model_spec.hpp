@@ -265,4 +265,7 @@ inline int parameter_block(const model_spec& spec, int layer) {
   return shared >= 0 ? shared : layer;
 }
 
+// a / b rounded up (b > 0).
+inline std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
+
 }  // namespace gpumem

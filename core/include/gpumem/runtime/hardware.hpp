@@ -61,4 +61,14 @@ std::uint64_t ranks_per_node(const cluster_spec& cluster);
 // tensor: nvidia-smi's "used" minus the allocator's reserved bytes. Sources in the .cpp.
 std::uint64_t default_cuda_context_bytes(const std::string& architecture);
 
+// The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
+// 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
+std::uint64_t cublas_workspace_bytes(const std::string& architecture);
+
+// Device memory a process holds beyond PyTorch's reserved pool: the CUDA context and the
+// kernels cuBLAS/cuBLASLt load on their first matrix products (67,108,864 bytes on an H100:
+// 102,760,448 of device memory for the first products less their 35,651,584 reserved bytes,
+// validation/measured_h100.json point h100-cuda-context).
+std::uint64_t cuda_libraries_bytes();
+
 }  // namespace gpumem

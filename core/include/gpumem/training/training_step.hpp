@@ -8,13 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "gpumem/model/attention_kernel.hpp"
+#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/parallel/data_parallel.hpp"
+#include "gpumem/parallel/model_split.hpp"
 #include "gpumem/result.hpp"
 #include "gpumem/runtime/component.hpp"
 #include "gpumem/runtime/hardware.hpp"
 #include "gpumem/runtime/memory_timeline.hpp"
-#include "gpumem/training/software_stack.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 
 namespace gpumem {
 
@@ -33,10 +36,6 @@ enum class optimizer_kind { adamw, adamw_8bit, adafactor, sgd, sgd_momentum, non
 // torch.optim AdamW's implementation: foreach (multi-tensor, PyTorch's default on CUDA), a
 // Python loop over the parameters (foreach=False), or the fused kernel (fused=True).
 enum class adamw_implementation { foreach, for_loop, fused };
-// flash: FlashAttention kernels (transformers' flash_attention_2, or a hub kernel such as
-// gpt-oss's vllm-flash-attn3), which keep what SDPA's fused kernels keep and never fall back to a
-// math kernel.
-enum class attention_kernel { eager, sdpa, flash };
 // How a transformers run takes its loss: the model's own from labels (a causal LM's
 // ForCausalLMLoss, transformers >= 4.46: the logits upcast to fp32, the labels shifted rather
 // than the logits), or a plain cross-entropy on the logits in their own dtype — a causal LM's
@@ -293,69 +292,6 @@ std::uint64_t full_model_weight_bytes(const training_config& config);
 // 64 weights, double-quantised or not; LLM.int8 codes with an fp32 absmax per output row).
 std::uint64_t quantized_weight_bytes(const tensor_spec& tensor, std::uint64_t tp,
                                      base_quantization quantization);
-
-// The elements of `tensor` one of `tp` tensor-parallel ranks holds (Megatron-LM, Shoeybi et al.
-// 2019): column-parallel linears (q/k/v, gate/up) and their biases split the output features,
-// row-parallel ones (o, down) the input features, the token embedding and LM head the vocabulary
-// (rounded up), fused routed experts every expert's width; norms, position embeddings,
-// row-parallel biases and MoE routers are replicated.
-std::uint64_t tensor_parallel_numel(const tensor_spec& tensor, std::uint64_t tp);
-
-// The input features of `tensor` (a weight matrix) on one of `tp` ranks: split for row-parallel
-// block linears, whole otherwise.
-std::uint64_t tensor_parallel_in_features(const tensor_spec& tensor, std::uint64_t tp);
-
-// The blocks [first, last) pipeline stage `stage` of `stages` runs: an even split, the first
-// (layers mod stages) stages taking one more (Megatron-LM's uniform split when it divides).
-struct stage_layers {
-  std::size_t first = 0;
-  std::size_t last = 0;
-};
-stage_layers pipeline_stage_layers(std::size_t layers, std::uint64_t stages, std::uint64_t stage);
-
-// Whether SDPA runs PyTorch's math kernel, which materialises the B x heads x s x s scores in
-// fp32 (it upcasts 16-bit inputs: allow_fp16_bf16_reduction_math_sdp is off by default since
-// PyTorch 2.5). The fused kernels refuse K/V with fewer heads than Q unless enable_gqa is passed
-// (torch/backends/cuda sdp_utils check_batch_size_and_num_heads_dense), and the
-// memory-efficient kernel, which fp32 needs, does not take enable_gqa at all. transformers'
-// FalconAttention hands a multi-query model's single K/V head to SDPA unexpanded; Llama-like
-// models pass enable_gqa or repeat K/V, litgpt and torchtune repeat K/V.
-bool sdpa_math_kernel(const model_spec& spec, std::uint64_t compute_bytes, bool transformers);
-// Whether transformers hands SDPA a mask for `layer` over `kv_length` keys: a windowed layer
-// (sliding, or Llama 4's chunked) once the keys reach its window (masking_utils.
-// _ignore_causal_mask_sdpa leaves the mask out only while kv_length is under the window). The
-// flash kernel cannot take a mask: the memory-efficient one runs, with K/V repeated to every
-// head (transformers' use_gqa_in_sdpa passes enable_gqa only without a mask).
-bool sdpa_window_mask(const layer_spec& layer, std::uint64_t kv_length);
-// The kernel a run gets: T5Attention computes its scores by hand whatever is asked for
-// (modeling_t5.py), and transformers has no SDPA path for gpt-oss's attention sinks and falls
-// back to eager attention (GptOssPreTrainedModel does not declare _supports_sdpa).
-attention_kernel kernel_run(const model_spec& spec, attention_kernel asked, bool transformers);
-// Why kernel_run gave another kernel than the one asked for, as an estimate's note.
-std::string kernel_run_note(const model_spec& spec);
-// "eager", "sdpa" or "flash", as requests and validation points name them (any other name: sdpa,
-// PyTorch's default).
-const char* attention_kernel_name(attention_kernel kernel);
-attention_kernel attention_kernel_named(const std::string& name);
-
-// parallel.invalid_degree unless `tp` divides the attention heads, the KV heads and the MLP
-// width (Megatron-style splits of whole heads and MLP columns).
-std::optional<error> check_tensor_parallel(const model_spec& spec, std::uint64_t tp);
-
-// The model as litgpt builds it: litgpt/model.py's GPT has an lm_head Linear of its own and never
-// ties it to the token embedding (a tied checkpoint's embedding is copied into it), so a tied
-// config gains a separate [vocab, hidden] LM head.
-model_spec litgpt_model(const model_spec& spec);
-
-// The cuBLAS workspace PyTorch allocates per (handle, stream): 32 MiB on Hopper and Blackwell,
-// 4096 KiB x 2 + 16 KiB x 8 elsewhere (aten/src/ATen/cuda/CublasHandlePool.cpp).
-std::uint64_t cublas_workspace_bytes(const std::string& architecture);
-
-// Device memory a process holds beyond PyTorch's reserved pool: the CUDA context and the
-// kernels cuBLAS/cuBLASLt load on their first matrix products (67,108,864 bytes on an H100:
-// 102,760,448 of device memory for the first products less their 35,651,584 reserved bytes,
-// validation/measured_h100.json point h100-cuda-context).
-std::uint64_t cuda_libraries_bytes();
 
 // Bytes of block inputs unsloth's gradient checkpointing copies to pinned host memory, one
 // buffer per block (unsloth_zoo/gradient_checkpointing.py CPU_BUFFERS; every block's on the

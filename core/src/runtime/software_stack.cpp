@@ -1,4 +1,4 @@
-#include "gpumem/training/software_stack.hpp"
+#include "gpumem/runtime/software_stack.hpp"
 
 #include <cctype>
 #include <cstddef>
