@@ -137,7 +137,7 @@ struct step_time {
 };
 
 // The share of a forward that torchtitan's per-op selective checkpointing recomputes: the matmuls
-// its policy does not keep, k, o and up of every block (training_step.cpp, block_memory::
+// its policy does not keep, k, o and up of every block (block_activations.hpp, block_memory::
 // op_cache), out of forward_flops_per_token (the attention kernel's output is kept).
 double per_op_recompute_share(const model_spec& spec, const param_count& counts,
                               std::uint64_t seq_len, bool causal_kernel);
