@@ -60,7 +60,6 @@ struct syntax_error_reader : nlohmann::json_sax<json> {
 // rather than an exception (which would abort the wasm module).
 std::string serialized(const ordered_json& out) {
   std::string text;
-  text.reserve(4096);
   append_json_text(text, out);
   return text;
 }

@@ -19,6 +19,8 @@ namespace {
 // vector's range insert was a fifth of a params answer's writing).
 class writer {
  public:
+  // Room for 4 KB at first: the bench's params, LLMem, detailed and inference answers are 1.1-2.9
+  // KB; a plan's grows the text a few times.
   explicit writer(std::string& out) : out_(out), used_(out.size()) { out_.resize(used_ + 4096); }
   ~writer() { out_.resize(used_); }
   writer(const writer&) = delete;

@@ -5,6 +5,7 @@
 #include <optional>
 #include <utility>
 
+#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/param_count.hpp"
 #include "inference/autoawq_fused.hpp"
 #include "inference/generate_release.hpp"

@@ -57,7 +57,7 @@ result<gpu_spec> read_gpu_preset(const std::string& id, const std::string& field
 
 }  // namespace
 
-// (Kept once read: each request read its JSON again.)
+// Kept per thread once read, so that a request does not parse the preset's JSON again.
 result<gpu_spec> gpu_from_preset(const std::string& id, const std::string& field) {
   static thread_local std::vector<gpu_spec> read;
   for (const auto& gpu : read) {

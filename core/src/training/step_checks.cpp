@@ -218,8 +218,6 @@ std::optional<error> check_encoder_decoder(const model_spec& spec, const trainin
 }
 }  // namespace
 
-// The LM head a tied model shares with its embedding, as a tensor of its own.
-
 std::uint64_t largest_sized_micro_batch(const model_spec& spec, std::uint64_t seq_len,
                                         bool quadratic_attention) {
   const double layers = static_cast<double>(spec.layers.size());

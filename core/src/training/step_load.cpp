@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/param_count.hpp"
 #include "training/adapter_targets.hpp"
 #include "training/step_replay.hpp"

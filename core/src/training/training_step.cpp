@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/param_count.hpp"
 #include "gpumem/model/weight_format.hpp"
 #include "gpumem/runtime/nccl_buffers.hpp"

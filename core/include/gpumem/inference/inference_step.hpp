@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "gpumem/model/attention_kernel.hpp"
-#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/model/weight_format.hpp"
 #include "gpumem/parallel/model_split.hpp"

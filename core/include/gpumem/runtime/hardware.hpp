@@ -49,8 +49,9 @@ struct cluster_spec {
   offload_speeds host;
 };
 
-// `gpus` of `gpu` on one node, each with the CUDA context of its architecture (default_cuda_context
-// _bytes), nothing kept free and no host budget: a request's cluster before what it states.
+// `gpus` of `gpu` on one node, each with the CUDA context of its architecture
+// (default_cuda_context_bytes), nothing kept free and no host budget: a request's cluster before
+// what it states.
 cluster_spec cluster_of(const gpu_spec& gpu, std::uint64_t gpus);
 
 // The ranks one node runs: gpus_per_node, or all of them on one node (0), never more than the job.

@@ -78,9 +78,6 @@ struct software_stack {
   // peft < 0.12: LoRA's adapters take the base layer's dtype; 0.12 upcasts 16-bit adapters to
   // fp32 (get_peft_model autocast_adapter_dtype=True, huggingface/peft pull request 1706).
   bool peft_adapters_in_base_dtype() const { return peft && peft->before(0, 12); }
-  // The NCCL release (2.minor) torch's CUDA 12 wheels pin (nvidia-nccl-cu12: torch 2.1 2.18.1,
-  // 2.2 2.19.3, 2.3 and 2.4 2.20.5, 2.5 2.21.5; torch 2.0's CUDA 11 wheels 2.14.3). Unstated or
-  // later: 2.21, the latest release whose buffers nccl_buffers.cpp reads.
   // Grouped-query K/V copied to every head before SDPA, whose backward keeps the copies
   // (transformers_repeats_kv_for_sdpa; torch before 2.5 has no enable_gqa). Unstated: today's
   // release on today's torch.
@@ -95,6 +92,9 @@ struct software_stack {
   // transformers < 4.49: ForCausalLMLoss still copies the fp32 logits shifted; 4.49 pads the
   // labels instead (pull request 35646, merged 2025-01-13 after 4.48.0).
   bool loss_copies_shifted_logits() const { return transformers && transformers->before(4, 49); }
+  // The NCCL release (2.minor) torch's CUDA 12 wheels pin (nvidia-nccl-cu12: torch 2.1 2.18.1,
+  // 2.2 2.19.3, 2.3 and 2.4 2.20.5, 2.5 2.21.5; torch 2.0's CUDA 11 wheels 2.14.3). Unstated or
+  // later: 2.21, the latest release whose buffers nccl_buffers.cpp reads.
   unsigned nccl_minor() const {
     if (!torch || !torch->before(2, 5)) return 21;
     if (torch->before(2, 1)) return 14;

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "gpumem/model/attention_kernel.hpp"
-#include "gpumem/model/litgpt_model.hpp"
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/parallel/data_parallel.hpp"
 #include "gpumem/parallel/model_split.hpp"
