@@ -660,10 +660,12 @@ def make_points(point, plan, raw, env):
                 common.append("modules that received LoRA adapters (last name component): %s"
                               % ", ".join(raw["lora_target_modules_found"]))
         if raw.get("step_time_s") is not None:
+            # A step runs every micro-batch of its accumulation.
+            per_step = ("micro_batch*seq_len*grad_accumulation" if plan.get("grad_accumulation")
+                        else "micro_batch*seq_len")
             common.append("throughput derived: step_time_s = median wall time of iterations 2..%d "
                           "(synchronised, measured while NVML was being polled); "
-                          "tokens_per_s_per_gpu = micro_batch*seq_len/step_time_s"
-                          % plan["steps"])
+                          "tokens_per_s_per_gpu = %s/step_time_s" % (plan["steps"], per_step))
     elif plan["action"] == "generate" and plan["generate_kwargs"].get("cache_implementation"):
         g = plan["generate_kwargs"]
         common.append("model.eval(); model.generation_config.disable_compile = True (no "
@@ -737,7 +739,8 @@ def make_points(point, plan, raw, env):
         if raw.get("step_time_s") is not None and plan["phase"] == "train":
             st = raw["step_time_s"]
             B, s = plan["batch_shape"]
-            p["throughput"] = {"tokens_per_s_per_gpu": round(B * s / st, 1),
+            tokens = B * s * plan.get("grad_accumulation", 1)
+            p["throughput"] = {"tokens_per_s_per_gpu": round(tokens / st, 1),
                                "tflops_per_gpu": None, "step_time_s": round(st, 4)}
         else:
             p["throughput"] = None

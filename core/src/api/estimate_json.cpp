@@ -73,7 +73,7 @@ ordered_json timeline_json(const timeline_series& series, std::uint64_t constant
 }
 
 ordered_json step_time_json(const step_time& s) {
-  ordered_json out = json_object(13);
+  ordered_json out = json_object(14);
   auto& m = members_of(out);
   m.emplace_back("step_s", s.step_s);
   m.emplace_back("compute_s", s.compute_s);
@@ -82,6 +82,7 @@ ordered_json step_time_json(const step_time& s) {
   m.emplace_back("attention_memory_s", s.attention_memory_s);
   m.emplace_back("dequantize_s", s.dequantize_s);
   m.emplace_back("adapter_s", s.adapter_s);
+  m.emplace_back("elementwise_s", s.elementwise_s);
   m.emplace_back("optimizer_s", s.optimizer_s);
   m.emplace_back("dispatch_s", s.dispatch_s);
   m.emplace_back("offload_s", s.offload_s);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gpumem/offload/offload.hpp"
+#include "parallel/data_parallel_method.hpp"
 #include "plan/boundary_search.hpp"
 #include "plan/plan_choice.hpp"
 #include "plan/workload_speed.hpp"
@@ -368,6 +369,7 @@ std::optional<candidate_layout> detailed_search::lay_out(const method& m,
   timing.all_reduce_every_linear = !(tensor || hybrid);
   timing.optimizer_sharded = m.sharding != data_parallel::none && m.sharding != data_parallel::ddp;
   timing.gathers_per_module = m.sharding == data_parallel::zero3;
+  timing.engine_optimizer = data_parallel_of(m.sharding).engine;
   if (tensor && cluster.gpus_per_node > 0 && cluster.gpus > cluster.gpus_per_node) {
     c.valid = false;  // its all-reduces would cross the inter-node network every block
     c.note = "tensor parallelism stays within a node (" + std::to_string(cluster.gpus_per_node) +

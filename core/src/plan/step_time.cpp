@@ -121,7 +121,10 @@ constexpr double modules_per_block = 9.0;
 
 }  // namespace
 
-double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states) {
+double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states,
+                                 bool multi_pass) {
+  if (multi_pass && states == 2.0) return 6.0 * weight_bytes + 14.0 * state_bytes;
+  if (multi_pass && states == 1.0) return 3.0 * weight_bytes + 5.0 * state_bytes;
   return 2.0 * weight_bytes + weight_bytes + 2.0 * states * state_bytes;
 }
 
@@ -182,6 +185,24 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
       eager_attention_seconds(spec, options, static_cast<double>(micro_batch), seq_len, t,
                               cluster.gpu.memory_bandwidth_bytes_per_s);
   out.compute_s += out.attention_memory_s;
+  // The memory-bound kernels around the matmuls (elementwise_traffic.hpp): the blocks' in each
+  // forward, the recomputation and a backward that moves about twice a forward's bytes (each
+  // kernel's gradient reads its saved input and the output's gradient and writes the input's);
+  // the loss once; under autocast each fp32 weight cast to 16 bits in every forward (read 4,
+  // write 2: torch autocast's cast cache lives one forward) and its 16-bit gradient cast back.
+  if (cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
+    double bytes =
+        tokens * (block_traffic_per_token(spec, options.dtypes) * (1.0 + options.recompute + 2.0) +
+                  loss_traffic_per_token(spec, options.dtypes));
+    if (options.dtypes.autocast && options.dtypes.residual > options.dtypes.activation) {
+      const double matmul_params = static_cast<double>(counts.total);
+      bytes += 6.0 * matmul_params * (1.0 + options.recompute) +
+               (options.weight_gradients ? 6.0 * matmul_params : 0.0);
+    }
+    out.elementwise_s =
+        bytes / t / (cluster.gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);
+    out.compute_s += out.elementwise_s;
+  }
   // QLoRA: before each use a 4-bit weight is read (0.5625 bytes with its fp32 absmax per 64,
   // bitsandbytes quantize_4bit) and written out in 16 bits (dequantize_4bit), at the memory's
   // bandwidth: in the forward, the recomputation and the backward's input gradient.
@@ -267,6 +288,7 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     out.attention_memory_s *= accumulation;
     out.dequantize_s *= accumulation;
     out.adapter_s *= accumulation;
+    out.elementwise_s *= accumulation;
     out.communication_s = (method == parallel_method::cdp ? dp_s : dp_s * accumulation) +
                           (tp_s + ring_s) * accumulation;
   }
@@ -284,14 +306,16 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
                                                       : 0.0;
   if (stepped > 0 && cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
     const double share = (options.optimizer_sharded ? dp : 1.0) * t;
-    out.optimizer_s = stepped / share * options.optimizer_bytes_per_param /
-                      cluster.gpu.memory_bandwidth_bytes_per_s;
+    const double bytes = options.engine_optimizer ? options.engine_optimizer_bytes_per_param
+                                                  : options.optimizer_bytes_per_param;
+    out.optimizer_s = stepped / share * bytes /
+                      (cluster.gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);
   }
   // The host launches every kernel: a step cannot be shorter than its launches.
   const double launches =
       (static_cast<double>(spec.num_layers) * options.kernels_per_block + options.adapter_kernels) *
       (1.0 + 2.0 + options.recompute) * accumulation;
-  out.dispatch_s = std::max(0.0, launches * kernel_launch_s - out.compute_s);
+  out.dispatch_s = std::max(0.0, launches * training_launch_s - out.compute_s);
   out.step_s = out.compute_s + out.dispatch_s + out.exposed_communication_s + out.optimizer_s;
   out.tokens_per_s = out.step_s > 0 ? tokens * accumulation * dp / out.step_s : 0;
   out.tokens_per_s_per_gpu = out.tokens_per_s / n;

@@ -1,5 +1,6 @@
 #include "plan/workload_speed.hpp"
 
+#include "parallel/data_parallel_method.hpp"
 #include "plan/adapter_cost.hpp"
 #include "training/framework.hpp"
 
@@ -31,10 +32,27 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
                             ? 2.0
                         : workload.optimizer == optimizer_kind::sgd_momentum ? 1.0
                                                                              : 0.0;
+  // torch.optim steps AdamW (unless fused) and SGD with momentum a kernel per operation;
+  // bitsandbytes' 8-bit AdamW and the engines' in-place kernels in one pass.
+  const bool multi_pass = (workload.optimizer == optimizer_kind::adamw &&
+                           resolved_adamw(workload) != adamw_implementation::fused) ||
+                          workload.optimizer == optimizer_kind::sgd_momentum;
+  const bool steps = workload.optimizer != optimizer_kind::none && workload.optimizer_step;
   speed.optimizer_bytes_per_param =
-      workload.optimizer == optimizer_kind::none || !workload.optimizer_step
-          ? 0.0
-          : optimizer_bytes_per_param(weight_bytes, state_bytes, states);
+      steps ? optimizer_bytes_per_param(weight_bytes, state_bytes, states, multi_pass) : 0.0;
+  speed.engine_optimizer_bytes_per_param =
+      steps ? optimizer_bytes_per_param(weight_bytes, state_bytes, states, false) : 0.0;
+  speed.engine_optimizer = data_parallel_of(workload.sharding).engine;
+  // The memory-bound kernels' dtypes: fp32 compute moves 4 bytes an activation; autocast over
+  // fp32 weights keeps the residual stream in fp32 (the embedding's output is fp32).
+  speed.dtypes.activation = workload.compute == compute_precision::fp32 ? 4.0 : 2.0;
+  speed.dtypes.autocast = is_amp(workload.compute);
+  speed.dtypes.residual =
+      workload.compute == compute_precision::fp32 ||
+              (speed.dtypes.autocast && workload.finetune == finetune_kind::full &&
+               full_model_weight_bytes(workload) == 4)
+          ? 4.0
+          : 2.0;
   const adapter_cost adapters = lora_adapter_cost(spec, workload);
   speed.adapter_bytes_per_token = adapters.bytes_per_token;
   speed.adapter_fixed_bytes = adapters.fixed_bytes;

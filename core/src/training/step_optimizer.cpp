@@ -108,14 +108,19 @@ void step_replay::adafactor_step() {
   }
 }
 
-void step_replay::adamw_temporaries() {
+adamw_implementation resolved_adamw(const training_config& config) {
   // torchtune's recipes fuse; so does torchtitan since 2025 (optimizer.implementation
   // "fused"; its December 2024 code ran foreach, optimizer.fused false). torch < 2.0 loops.
-  const adamw_implementation impl = config.adamw_impl.value_or(
-      fw.default_adamw == adamw_implementation::fused
-          ? adamw_implementation::fused
-          : (config.software.adamw_loops_by_default() ? adamw_implementation::for_loop
-                                                      : fw.default_adamw));
+  const framework_traits& fw = framework_of(config);
+  return config.adamw_impl.value_or(fw.default_adamw == adamw_implementation::fused
+                                        ? adamw_implementation::fused
+                                        : (config.software.adamw_loops_by_default()
+                                               ? adamw_implementation::for_loop
+                                               : fw.default_adamw));
+}
+
+void step_replay::adamw_temporaries() {
+  const adamw_implementation impl = resolved_adamw(config);
   if (config.optimizer != optimizer_kind::adamw || in_place_adam ||
       impl == adamw_implementation::fused)
     return;

@@ -15,6 +15,7 @@
 #include "gpumem/training/training_step.hpp"
 #include "model/config_reader.hpp"
 #include "model/gpu_preset.hpp"
+#include "plan/workload_speed.hpp"
 #include "text/number_text.hpp"
 #include "validation/validation_point.hpp"
 
@@ -54,10 +55,6 @@ std::string untimed(const json& parallel, const json& workload, std::string& met
   std::string note;
   method = method_for(parallel, note);
   if (method.empty()) return note;
-  if (workload.value("finetune", json()).is_string() &&
-      std::string(text_or(workload, "finetune", "")) != "full") {
-    return "only full fine-tuning is timed";
-  }
   const json& micro = workload.value("micro_batch", json());
   const json& seq = workload.value("seq_len", json());
   if (!whole_in(micro, 1, 1ULL << 20) || !whole_in(seq, 1, max_positions)) {
@@ -219,6 +216,22 @@ step_time_report validate_step_time(const json& points) {
     cluster.gpus_per_node = std::min<std::uint64_t>(cluster.gpus, 8);
     step_time_options options =
         timing_options(workload, spec.value(), counts.value(), seq.get<std::uint64_t>());
+    // Where the point reads as a training request, the step is timed as a plan times it
+    // (workload_speed: precision, optimizer and its implementation, adapters, accumulation).
+    training_config run;
+    std::string defaults;
+    const std::string unread = training_config_for(p, run, defaults);
+    if (!unread.empty() && std::string(text_or(workload, "finetune", "full")) != "full") {
+      skip("adapters are timed as the training request the point reads as: " + unread);
+      continue;
+    }
+    if (unread.empty()) {
+      const double gradient_bytes = options.gradient_bytes;
+      options = workload_speed(spec.value(), counts.value(), run, plan_options{});
+      options.all_reduce_every_linear = false;
+      options.gradient_bytes = gradient_bytes;
+      options.grad_accumulation = run.grad_accumulation;
+    }
     const std::string named = text_or(parallel, "method", "");
     options.optimizer_sharded = named != "ddp" && named != "single";
     options.gathers_per_module = named.rfind("zero3", 0) == 0;

@@ -241,6 +241,33 @@ TEST_CASE("a measured throughput beyond the GPU's dense peak is said in the poin
   CHECK(read(1e9).find("above the GPU's dense peak of 989") != std::string::npos);
 }
 
+TEST_CASE("a LoRA point is timed as its training request, and accumulation runs every batch") {
+  const nlohmann::json workload = {{"phase", "train"},     {"finetune", "full"},
+                                   {"weights", "bf16"},    {"compute", "pure_bf16"},
+                                   {"optimizer", "adamw"}, {"micro_batch", 4},
+                                   {"seq_len", 512},       {"framework", "transformers"}};
+  nlohmann::json full = small_point(workload, {{"method", "single"}, {"gpus", 1}});
+  // Wide enough blocks for the GPU's work, not the host's launches, to set the step.
+  full["model"]["config"]["hidden_size"] = 4096;
+  full["model"]["config"]["intermediate_size"] = 11008;
+  full["model"]["config"]["num_attention_heads"] = 32;
+  nlohmann::json lora = full;
+  lora["workload"]["finetune"] = "lora";
+  lora["workload"]["lora"] = {{"r", 8}, {"alpha", 16}, {"targets", {"q_proj", "v_proj"}}};
+  nlohmann::json accumulated = full;
+  accumulated["workload"]["grad_accumulation"] = 4;
+  for (auto* p : {&full, &lora, &accumulated}) (*p)["throughput"] = {{"step_time_s", 1.0}};
+  const auto report = validate_step_time(nlohmann::json::array({full, lora, accumulated}));
+  REQUIRE(report.points.size() == 3);
+  for (const auto& point : report.points) REQUIRE(point.scored);
+  // Frozen weights: no weight gradients, no optimizer over the base.
+  CHECK(report.points[1].estimated < report.points[0].estimated);
+  // Four micro-batches' forward and backward, one optimizer step: more than three times one
+  // step, less than four.
+  CHECK(report.points[2].estimated > 3 * report.points[0].estimated);
+  CHECK(report.points[2].estimated < 4 * report.points[0].estimated);
+}
+
 TEST_CASE("an offloaded point is timed with its host traffic and CPU optimizer step") {
   const nlohmann::json workload = {
       {"phase", "train"},     {"finetune", "full"}, {"weights", "fp32"}, {"compute", "amp_bf16"},

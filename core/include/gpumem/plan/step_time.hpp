@@ -1,25 +1,31 @@
 #pragma once
 // How long one training step takes, to rank the methods that fit (LLMem's Algorithm 1 chooses
-// the fastest). A roofline-style model, stated in docs/step_time.md:
+// the fastest) and to say how long a run takes. A roofline-style model, stated in docs/llmem.md
+// ("The step-time model"):
 // - compute: FLOPs per token (6 per matmul parameter for forward and backward, plus attention's
 //   12 L s d; recomputation adds one more forward) at the GPU's dense fp16/bf16 peak times a
-//   model-FLOPs utilisation;
+//   model-FLOPs utilisation, plus the memory-bound kernels around the matmuls at the memory's
+//   bandwidth (elementwise_traffic.hpp);
 // - communication: the bytes each GPU sends in the method's collectives (ring algorithms) over
 //   the intra-node link, or the inter-node link for collectives that span nodes;
 // - overlap: DDP hides gradient all-reduce behind the backward pass, ZeRO-3 / Gemini prefetch
-//   hides parameter gathers behind compute; tensor-parallel collectives are on the critical path.
+//   hides parameter gathers behind compute; tensor-parallel collectives are on the critical path;
+// - the host: a step is never shorter than the host's work to launch its kernels.
 
 #include <cstdint>
 
 #include "gpumem/model/model_spec.hpp"
 #include "gpumem/model/param_count.hpp"
 #include "gpumem/offload/offload.hpp"
+#include "gpumem/plan/elementwise_traffic.hpp"
 #include "gpumem/plan/estimate.hpp"
 #include "gpumem/runtime/hardware.hpp"
 
 namespace gpumem {
 
-// Default model-FLOPs utilisation: typical of well-tuned large-model training on A100/H100
+// Default utilisation of the GPU's dense peak by the matmuls and the attention kernel (the
+// memory-bound kernels around them are timed by their bytes): the model-FLOPs utilisation typical
+// of well-tuned large-model training on A100/H100
 // (PaLM: 46.2 % MFU, Chowdhery et al. 2022, Table 3; Megatron-LM: 52 % of peak for GPT-3 175B
 // on A100, Narayanan et al. 2021; IBM/PyTorch FSDP Llama-2-7B: 57 %, pytorch.org blog
 // "Maximizing training throughput using PyTorch FSDP", 2024).
@@ -39,6 +45,15 @@ inline constexpr double fused_kernels_per_block_forward = 14.0;
 // (PyTorch dispatch plus cudaLaunchKernel; "Accelerating PyTorch with CUDA Graphs",
 // pytorch.org blog, 2021).
 inline constexpr double kernel_launch_s = 10e-6;
+// A training step's host time per kernel counted above (kernels_per_block_forward, an adapter's
+// kernels; a backward counted as two forwards): the Python of each module's forward, autograd's
+// recording and its engine, autocast's dispatch and the launch itself. About 40 us, measured: the
+// median over the ten runs of validation/measured_h100*.json whose estimated GPU work is under
+// 40 % of their step (host-bound: GPT-2 at 2,048 tokens, Llama-3.2-1B and Qwen2.5-0.5B LoRA and
+// DoRA at 512-4,096 tokens) of their step time over these kernels, 28-51 us each, 89 for one run
+// whose steps varied by half (torch 2.11, Python 3.12, an H100 host; docs/llmem.md). A faster
+// or slower host CPU moves it.
+inline constexpr double training_launch_s = 40e-6;
 // A small NCCL collective's latency within a node: about 25 us for an all-gather of a few bytes
 // over 8 NVLink GPUs (nccl-tests all_gather_perf, ring, A100 DGX).
 inline constexpr double collective_latency_s = 25e-6;
@@ -55,13 +70,23 @@ inline constexpr double achieved_bandwidth_share = 0.85;
 // (V100 15.7 of 125 TFLOPS, T4 8.1 of 65).
 double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32);
 
-// The bytes an optimizer step moves per trained parameter, at the memory's bandwidth: the
-// stepped weight (fp32 beside a master copy, else the parameters' dtype) read and written, its
-// gradient (the same dtype) read, and each state read and written. AdamW in fp32: 7 x 4 = 28
-// (one pass of torch's fused AdamW or DeepSpeed's FusedAdam, csrc/adam/multi_tensor_adam.cu);
-// pure bf16 14; bitsandbytes' 8-bit AdamW (1-byte states) beside fp32 weights 16; SGD 12, with
-// momentum 20; Adafactor's factored second moment adds next to nothing (12).
-double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states);
+// The bytes an optimizer step moves per trained parameter, at the memory's bandwidth. In one pass
+// (torch's fused AdamW, DeepSpeed's FusedAdam and Colossal-AI's HybridAdam in place,
+// csrc/adam/multi_tensor_adam.cu): the stepped weight (fp32 beside a master copy, else the
+// parameters' dtype) read and written, its gradient (the same dtype) read, and each state read
+// and written. AdamW in fp32: 7 x 4 = 28; pure bf16 14; bitsandbytes' 8-bit AdamW (1-byte
+// states, its own fused kernel) beside fp32 weights 16; SGD 12, with momentum 20; Adafactor's
+// factored second moment adds next to nothing (12).
+// torch.optim's default foreach AdamW (and its for-loop one, kernel for kernel the same) runs a
+// kernel per operation instead (torch/optim/adamw.py _multi_tensor_adamw, torch 2.x): the weight
+// decay (weight read and written), lerp of exp_avg (it and the gradient read, it written), mul
+// and addcmul of exp_avg_sq (read and written twice, the gradient read), sqrt(exp_avg_sq) into a
+// new tensor, its division and its eps (read and written twice), and addcdiv into the weight
+// (weight, exp_avg and the quotient read, the weight written): 6 weight-sized and 14 state-sized
+// passes, 80 bytes in fp32. SGD with momentum (_multi_tensor_sgd): the buffer's mul and add and
+// the weight's add: 3 weight-sized and 5 state-sized passes.
+double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states,
+                                 bool multi_pass);
 
 // Forward FLOPs per token of a decoder run over `seq_len` tokens: 2 per matmul parameter and
 // attention's scores and weighted values (halved by a fused causal kernel).
@@ -98,6 +123,13 @@ struct step_time_options {
   // gather their parameters again), the gradient all-reduce and the optimizer step run once.
   std::uint64_t grad_accumulation = 1;
   double optimizer_bytes_per_param = 28.0;  // AdamW with fp32 weights and states (above)
+  // What the request's optimizer moves when a ZeRO or Gemini engine steps it with its in-place
+  // kernel (one pass), and whether this candidate's engine does.
+  double engine_optimizer_bytes_per_param = 28.0;
+  bool engine_optimizer = false;
+  // The dtypes the memory-bound kernels move (elementwise_traffic.hpp): 16-bit activations
+  // unless fp32 compute; an fp32 residual stream beside fp32 weights under autocast.
+  activation_dtypes dtypes;
   // The parameters the step trains (0: every one): adapters' gradients alone are reduced and
   // stepped, while ZeRO-3 / FSDP still gather the frozen base with them.
   double trainable_params = 0;
@@ -128,9 +160,10 @@ struct step_time {
   double attention_memory_s = 0;       // eager attention's score-sized tensors (part of compute_s)
   double dequantize_s = 0;             // a 4-bit base's dequantisation (part of compute_s)
   double adapter_s = 0;                // LoRA's own memory-bound kernels (part of compute_s)
-  double optimizer_s = 0;              // the optimizer step, memory-bound, per GPU
-  double dispatch_s = 0;               // the host's kernel launches, when they outlast the GPU
-  double offload_s = 0;                // added by offloading (offload.hpp), included in step_s
+  double elementwise_s = 0;  // norms, residuals, activations, loss, casts (part of compute_s)
+  double optimizer_s = 0;    // the optimizer step, memory-bound, per GPU
+  double dispatch_s = 0;     // the host's kernel launches, when they outlast the GPU
+  double offload_s = 0;      // added by offloading (offload.hpp), included in step_s
   double step_s = 0;
   double tokens_per_s = 0;  // whole job
   double tokens_per_s_per_gpu = 0;

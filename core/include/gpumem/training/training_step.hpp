@@ -207,6 +207,10 @@ struct training_config {
   std::size_t timeline_samples = 0;
 };
 
+// The AdamW implementation a run steps with: the request's, else its framework's default (torch
+// 1.x loops over the parameters).
+adamw_implementation resolved_adamw(const training_config& config);
+
 // An encoder-decoder's decoder tokens per sequence: target_len, else as many as seq_len.
 std::uint64_t decoder_len(const training_config& config);
 
