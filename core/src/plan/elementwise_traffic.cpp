@@ -30,14 +30,8 @@ double activation_bytes(const model_spec& spec, double bytes) {
 // Rotary position embeddings (no learned position table; BLOOM's ALiBi, T5's and BERT's
 // positions excepted): q * cos + rotate_half(q) * sin for queries and keys, five kernels
 // (models/llama/modeling_llama.py apply_rotary_pos_emb, rotate_half's negation and cat).
-bool rotary(const model_spec& spec) {
-  if (spec.encoder_decoder || !spec.causal || spec.model_type == "bloom") return false;
-  for (const auto& t : spec.tensors) {
-    if (t.layer < 0 && t.module == module_kind::embedding && t.shape.rank == 2 &&
-        t.shape[0] != spec.vocab_size)
-      return false;  // a learned position table (GPT-2, OPT, BigCode)
-  }
-  return true;
+bool rotary(const model_spec& spec, bool learned_positions) {
+  return !learned_positions && !spec.encoder_decoder && spec.causal && spec.model_type != "bloom";
 }
 
 // The width of the MLP a token runs through in this block: the dense MLP, or its top-k experts
@@ -53,7 +47,8 @@ double mlp_width(const model_spec& spec, const layer_spec& layer) {
 
 }  // namespace
 
-double block_traffic_per_token(const model_spec& spec, const activation_dtypes& dtypes) {
+double block_traffic_per_token(const model_spec& spec, const activation_dtypes& dtypes,
+                               bool learned_positions) {
   const double a = dtypes.activation;
   const double r = dtypes.residual;
   const double h = static_cast<double>(spec.hidden_size);
@@ -61,7 +56,7 @@ double block_traffic_per_token(const model_spec& spec, const activation_dtypes& 
   const double kv = static_cast<double>(spec.num_kv_heads * spec.head_dim);
   const double out =
       static_cast<double>(spec.num_heads * (spec.v_head_dim > 0 ? spec.v_head_dim : spec.head_dim));
-  const bool rope = rotary(spec);
+  const bool rope = rotary(spec, learned_positions);
   double norms = 0;
   if (spec.pre_norms) norms += spec.parallel_block && !spec.parallel_mlp_norm ? 1.0 : 2.0;
   if (spec.post_norms) norms += 2.0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpumem/model/attention_kernel.hpp"
+
 namespace gpumem {
 
 namespace {
@@ -16,8 +18,8 @@ double gather_bytes(double bytes, double ranks) { return (ranks - 1.0) / ranks *
 // (Narayanan et al. 2021, "Efficient large-scale language model training on GPU clusters",
 // Appendix: the same accounting, without the causal half).
 double forward_flops_per_token(const model_spec& spec, const param_count& counts,
-                               std::uint64_t seq_len, bool causal_kernel,
-                               std::uint64_t target_len) {
+                               std::uint64_t seq_len, bool causal_kernel, std::uint64_t target_len,
+                               bool masked_windows = false) {
   if (spec.encoder_decoder && seq_len > 0) {
     // The encoder's blocks run its s tokens, the decoder's blocks and LM head the t labels'
     // (T5's attention computes every score: self-attention over its own stack's tokens, the
@@ -58,14 +60,19 @@ double forward_flops_per_token(const model_spec& spec, const param_count& counts
         matmul += static_cast<double>(t.numel());
     }
   }
+  // A windowed layer that transformers hands SDPA with a mask (sdpa_window_mask) runs the
+  // memory-efficient kernel over every score: neither the window nor the causal half is skipped.
   double attention = 0;
   for (const auto& layer : spec.layers) {
-    const std::uint64_t seen =
-        layer.sliding_window_tokens > 0 ? std::min(seq_len, layer.sliding_window_tokens) : seq_len;
-    attention += 2.0 * static_cast<double>(seen) *
-                 static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
+    const bool masked = masked_windows && sdpa_window_mask(layer, seq_len);
+    const std::uint64_t seen = layer.sliding_window_tokens > 0 && !masked
+                                   ? std::min(seq_len, layer.sliding_window_tokens)
+                                   : seq_len;
+    const double scores = 2.0 * static_cast<double>(seen) *
+                          static_cast<double>(spec.num_heads * (spec.head_dim + spec.v_head_dim));
+    attention += causal_kernel && spec.causal && !masked ? scores / 2.0 : scores;
   }
-  return 2.0 * matmul + (causal_kernel && spec.causal ? attention / 2.0 : attention);
+  return 2.0 * matmul + attention;
 }
 
 // Bytes each GPU sends per step for tensor parallelism of degree t.
@@ -170,8 +177,8 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   if (method == parallel_method::cdp || method == parallel_method::adp) dp = n;
   if (method == parallel_method::dp_tp) dp = n / t;
 
-  const double forward =
-      forward_flops_per_token(spec, counts, seq_len, options.causal_kernel, options.target_len);
+  const double forward = forward_flops_per_token(spec, counts, seq_len, options.causal_kernel,
+                                                 options.target_len, options.sdpa_window_masks);
   // Forward, backward (input and weight gradients: 2 forwards' worth), recomputation.
   const double passes = 1.0 + (options.weight_gradients ? 2.0 : 1.0) + options.recompute;
   out.flops_per_token = passes * forward;
@@ -191,9 +198,10 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
   // the loss once; under autocast each fp32 weight cast to 16 bits in every forward (read 4,
   // write 2: torch autocast's cast cache lives one forward) and its 16-bit gradient cast back.
   if (cluster.gpu.memory_bandwidth_bytes_per_s > 0) {
-    double bytes =
-        tokens * (block_traffic_per_token(spec, options.dtypes) * (1.0 + options.recompute + 2.0) +
-                  loss_traffic_per_token(spec, options.dtypes));
+    const bool learned_positions = counts.groups.position_embedding > 0;
+    double bytes = tokens * (block_traffic_per_token(spec, options.dtypes, learned_positions) *
+                                 (1.0 + options.recompute + 2.0) +
+                             loss_traffic_per_token(spec, options.dtypes));
     if (options.dtypes.autocast && options.dtypes.residual > options.dtypes.activation) {
       const double matmul_params = static_cast<double>(counts.total);
       bytes += 6.0 * matmul_params * (1.0 + options.recompute) +

@@ -12,9 +12,11 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
   speed.bf16 = workload.compute == compute_precision::amp_bf16 ||
                workload.compute == compute_precision::pure_bf16;
   speed.fp32 = workload.compute == compute_precision::fp32;
-  speed.causal_kernel =
-      kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers) !=
-      attention_kernel::eager;
+  const attention_kernel kernel =
+      kernel_run(spec, workload.attention, workload.framework == framework_profile::transformers);
+  speed.causal_kernel = kernel != attention_kernel::eager;
+  speed.sdpa_window_masks =
+      kernel == attention_kernel::sdpa && framework_of(workload).transformers_modelling;
   speed.recompute = recomputed_forwards(
       spec, counts, workload.seq_len, speed.causal_kernel, workload.grad_ckpt,
       workload.framework == framework_profile::torchtitan && workload.selective_recompute);

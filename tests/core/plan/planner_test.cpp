@@ -57,6 +57,27 @@ TEST_CASE("step time of an encoder-decoder: each stack over its own tokens, by h
   CHECK(s.flops_per_token == doctest::Approx(3 * forward));
 }
 
+TEST_CASE("a sliding window under SDPA with transformers' mask computes every score") {
+  // The tiny Llama with a 64-token window at 128 tokens: a fused causal kernel attends over the
+  // window's 64 keys and skips half; SDPA with the mask transformers passes once the keys reach
+  // the window computes all 128 for every query.
+  tiny t = tiny_model(1);
+  for (auto& layer : t.spec.layers) layer.sliding_window_tokens = 64;
+  step_time_options options;
+  options.recompute = 0.0;
+  options.causal_kernel = true;
+  const double matmul = 2.0 * 80448;
+  const double per_key = 2.0 * 2 * 4 * (16 + 16);  // 2 layers, 4 heads of (q.k, p.v) 16 each
+  auto run = [&] {
+    return estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::single, 1, false}, 1,
+                              128, options)
+        .flops_per_token;
+  };
+  CHECK(run() == doctest::Approx(3 * (matmul + per_key * 64 / 2)));
+  options.sdpa_window_masks = true;
+  CHECK(run() == doctest::Approx(3 * (matmul + per_key * 128)));
+}
+
 TEST_CASE("step time of a tiny model, by hand") {
   tiny t = tiny_model(2);
   REQUIRE(t.counts.total == 86848);

@@ -21,8 +21,10 @@ struct activation_dtypes {
 };
 
 // Bytes one token moves through every block's memory-bound kernels in one forward, whole model
-// (not split by tensor parallelism).
-double block_traffic_per_token(const model_spec& spec, const activation_dtypes& dtypes);
+// (not split by tensor parallelism). learned_positions: the model has a position table (GPT-2,
+// OPT), so no rotary embedding runs.
+double block_traffic_per_token(const model_spec& spec, const activation_dtypes& dtypes,
+                               bool learned_positions);
 
 // Bytes one token moves through the loss over the vocabulary in a forward and its backward: the
 // logits upcast to fp32, log-softmax, its gradient and the cast back (transformers'

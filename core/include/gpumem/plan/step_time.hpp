@@ -106,6 +106,9 @@ struct step_time_options {
   // Fused causal attention (FlashAttention, SDPA) skips the masked half of the score matrix
   // (Dao et al. 2022, FlashAttention); eager attention computes all of it.
   bool causal_kernel = false;
+  // transformers hands SDPA an explicit mask for windowed layers once the sequence reaches the
+  // window (sdpa_window_mask): the memory-efficient kernel then computes every score.
+  bool sdpa_window_masks = false;
   // Colossal-AI 1D TP as LLMem runs it splits every Linear's input and all-reduces its output;
   // false: Megatron-style, two all-reduces per block in forward and two in backward.
   bool all_reduce_every_linear = true;
