@@ -135,6 +135,10 @@ double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double
   return 2.0 * weight_bytes + weight_bytes + 2.0 * states * state_bytes;
 }
 
+double adafactor_bytes_per_param(double weight_bytes) {
+  return 21.0 * 4.0 + (weight_bytes < 4.0 ? 3.0 * (weight_bytes + 4.0) : 0.0);
+}
+
 double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32) {
   if (fp32) return gpu.fp32_flops > 0 ? gpu.fp32_flops : gpu.fp16_dense_flops / 8.0;
   return bf16 && gpu.bf16_dense_flops > 0 ? gpu.bf16_dense_flops : gpu.fp16_dense_flops;

@@ -166,6 +166,9 @@ TEST_CASE("step time of a tiny model, by hand") {
     CHECK(optimizer_bytes_per_param(2, 2, 2, true) == 40);
     CHECK(optimizer_bytes_per_param(4, 4, 1, true) == 32);
     CHECK(optimizer_bytes_per_param(4, 4, 0, true) == 12);
+    // transformers' Adafactor: 21 fp32 passes; a bf16 weight and gradient upcast and copied back.
+    CHECK(adafactor_bytes_per_param(4) == 84);
+    CHECK(adafactor_bytes_per_param(2) == 102);
     t.cluster.gpu.memory_bandwidth_bytes_per_s = 1e9;
     options.optimizer_bytes_per_param = 16;
     CHECK(estimate_step_time(t.spec, t.counts, t.cluster, {parallel_method::cdp, 1, false}, 2, 128,

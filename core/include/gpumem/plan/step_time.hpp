@@ -87,6 +87,15 @@ double matmul_flops(const gpu_spec& gpu, bool bf16, bool fp32);
 // the weight's add: 3 weight-sized and 5 state-sized passes.
 double optimizer_bytes_per_param(double weight_bytes, double state_bytes, double states,
                                  bool multi_pass);
+// transformers' Adafactor (optimization.py Adafactor.step, relative_step, no first moment, as the
+// HF Trainer's "adafactor" runs it) steps each parameter with separate fp32 kernels: the weight's
+// RMS (a read), grad**2 and its eps (two passes each), the row and column means (one read each),
+// the outer product of their rsqrt factors (a write), its product with the gradient (three), the
+// update's RMS (a read), its division by the clipped RMS and its scaling by the learning rate
+// (two each), and the weight's update by its negation (two, then three): 21 fp32 passes, 84
+// bytes a parameter; a 16-bit weight and gradient are upcast first and the weight copied back
+// (6 bytes each).
+double adafactor_bytes_per_param(double weight_bytes);
 
 // Forward FLOPs per token of a decoder run over `seq_len` tokens: 2 per matmul parameter and
 // attention's scores and weighted values (halved by a fused causal kernel).
