@@ -69,7 +69,7 @@ double block_traffic_per_token(const model_spec& spec, const activation_dtypes& 
   if (spec.qk_norm) per_block += norm_bytes(norm_kind::rms_norm, a) * (q + kv);
   if (rope) per_block += 10.0 * a * (q + kv);
   if (spec.hidden_dropout > 0) per_block += 2.0 * (2.0 * r + 1.0) * h;
-  if (dtypes.autocast && r > a) per_block += (spec.gated_mlp ? 5.0 : 3.0) * (r + a) * h;
+  if (dtypes.casts()) per_block += (spec.gated_mlp ? 5.0 : 3.0) * (r + a) * h;
   double bytes = 0;
   for (const auto& layer : spec.layers)
     bytes += per_block + activation_bytes(spec, a) * mlp_width(spec, layer);

@@ -206,10 +206,12 @@ step_time estimate_step_time(const model_spec& spec, const param_count& counts,
     double bytes = tokens * (block_traffic_per_token(spec, options.dtypes, learned_positions) *
                                  (1.0 + options.recompute + 2.0) +
                              loss_traffic_per_token(spec, options.dtypes));
-    if (options.dtypes.autocast && options.dtypes.residual > options.dtypes.activation) {
-      const double matmul_params = static_cast<double>(counts.total);
-      bytes += 6.0 * matmul_params * (1.0 + options.recompute) +
-               (options.weight_gradients ? 6.0 * matmul_params : 0.0);
+    if (options.dtypes.casts()) {
+      // (Every parameter counted: the token table's lookup runs in fp32, but a tied LM head
+      // casts it; the norms' weights are a small share.)
+      const double params = static_cast<double>(counts.total);
+      bytes += 6.0 * params * (1.0 + options.recompute) +
+               (options.weight_gradients ? 6.0 * params : 0.0);
     }
     out.elementwise_s =
         bytes / t / (cluster.gpu.memory_bandwidth_bytes_per_s * achieved_bandwidth_share);

@@ -54,11 +54,10 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
   speed.engine_optimizer = data_parallel_of(workload.sharding).engine;
   // The memory-bound kernels' dtypes: fp32 compute moves 4 bytes an activation; autocast over
   // fp32 weights keeps the residual stream in fp32 (the embedding's output is fp32).
-  speed.dtypes.activation = workload.compute == compute_precision::fp32 ? 4.0 : 2.0;
-  speed.dtypes.autocast = is_amp(workload.compute);
+  speed.dtypes.activation = static_cast<double>(compute_bytes(workload.compute));
   speed.dtypes.residual =
       workload.compute == compute_precision::fp32 ||
-              (speed.dtypes.autocast && workload.finetune == finetune_kind::full &&
+              (is_amp(workload.compute) && workload.finetune == finetune_kind::full &&
                full_model_weight_bytes(workload) == 4)
           ? 4.0
           : 2.0;

@@ -28,12 +28,12 @@ TEST_CASE("a Llama block in 16 bits: two RMSNorms, residuals, RoPE, the output c
   // an element, twice; two adds of 3 x 2; RoPE 10 x 2 over q (64) and k (32); the attention
   // output's copy 2 x 2 over 64; SwiGLU 5 x 2 over 128.
   const double block = 2 * 36 * 64 + 2 * 6 * 64 + 20 * (64 + 32) + 4 * 64 + 10 * 128;
-  CHECK(block_traffic_per_token(spec, {2, 2, false}, false) == doctest::Approx(2 * block));
+  CHECK(block_traffic_per_token(spec, {2, 2}, false) == doctest::Approx(2 * block));
   // Autocast over fp32 weights: the stream and the norms in fp32 (28 bytes an element), adds of
   // 3 x 4, and the five projections' inputs cast from 4 bytes to 2.
   const double fp32_stream =
       2 * 28 * 64 + 2 * 12 * 64 + 20 * (64 + 32) + 4 * 64 + 10 * 128 + 5 * 6 * 64;
-  CHECK(block_traffic_per_token(spec, {2, 4, true}, false) == doctest::Approx(2 * fp32_stream));
+  CHECK(block_traffic_per_token(spec, {2, 4}, false) == doctest::Approx(2 * fp32_stream));
 }
 
 TEST_CASE("GPT-2: LayerNorms, learned positions (no RoPE), the tanh GELU written out, dropout") {
@@ -46,13 +46,13 @@ TEST_CASE("GPT-2: LayerNorms, learned positions (no RoPE), the tanh GELU written
   // LayerNorm 2 x 2 twice; adds 3 x 2 twice; the output copy 2 x 2 over 64; gelu_new's eight
   // kernels 16 x 2 over 256; dropout on both branches (2 x 2 + 1 bytes an element).
   const double block = 2 * 4 * 64 + 2 * 6 * 64 + 4 * 64 + 32 * 256 + 2 * 5 * 64;
-  CHECK(block_traffic_per_token(spec, {2, 2, false}, true) == doctest::Approx(2 * block));
+  CHECK(block_traffic_per_token(spec, {2, 2}, true) == doctest::Approx(2 * block));
 }
 
 TEST_CASE("the loss: fp32 logits, log-softmax and its gradient, casts only from 16 bits") {
   const model_spec spec = parsed(tiny_llama());
-  CHECK(loss_traffic_per_token(spec, {2, 2, false}) == doctest::Approx(100 * (6 + 6 + 8 + 12)));
-  CHECK(loss_traffic_per_token(spec, {4, 4, false}) == doctest::Approx(100 * (8 + 12)));
+  CHECK(loss_traffic_per_token(spec, {2, 2}) == doctest::Approx(100 * (6 + 6 + 8 + 12)));
+  CHECK(loss_traffic_per_token(spec, {4, 4}) == doctest::Approx(100 * (8 + 12)));
 }
 
 }  // namespace

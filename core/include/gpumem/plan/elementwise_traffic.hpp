@@ -13,11 +13,12 @@ namespace gpumem {
 
 // The dtypes the kernels see: activations (the matmuls' outputs) in 16 bits, or 32 under fp32
 // compute; under autocast with fp32 weights the residual stream and the norms stay fp32 (the
-// embedding's fp32 output is added to, and RMSNorm/LayerNorm run in fp32).
+// embedding's fp32 output is added to, and RMSNorm/LayerNorm run in fp32). A residual stream
+// wider than the activations is that case: autocast casts fp32 weights and inputs to 16 bits.
 struct activation_dtypes {
   double activation = 2;  // bytes of a matmul's output
   double residual = 2;    // bytes of the residual stream
-  bool autocast = false;  // fp32 weights cast to 16 bits before each matmul
+  bool casts() const { return residual > activation; }
 };
 
 // Bytes one token moves through every block's memory-bound kernels in one forward, whole model
