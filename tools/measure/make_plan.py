@@ -8,7 +8,7 @@ checkpointing, eager vs SDPA attention, LoRA rank/targets, KV cache growth, logi
 any formula. Every run is sized to stay well under 70 GiB.
 
 Usage: python3 tools/measure/make_plan.py [OUT]   (default tools/measure/plan_h100.json)
-       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows|--fused|--layernorm [OUT]
+       python3 tools/measure/make_plan.py --batch2|--dora|--ga|--windows|--fused|--layernorm|--generate [OUT]
                                        (default tools/measure/plan_h100_batch2.json and so on:
                                         mechanisms the first batch did not cover)
 """
@@ -475,19 +475,73 @@ def plan_layernorm():
     ]
 
 
+H200 = {"name": "NVIDIA H200", "memory_gib": 140}
+
+
+def on_h200(pt):
+    """A point of this file's helpers moved to the H200 (141 GB HBM3e; nvidia-smi 143,771 MiB)."""
+    pt["id"] = "h200-" + pt["id"][len("h100-"):]
+    pt["gpu"] = dict(H200)
+    return pt
+
+
+def gen_h200(model, mb, seq, new, static=False, notes=""):
+    """generate() with the prefill's and the decode's peaks and seconds recorded apart."""
+    pt = on_h200(infer2(model, mb, seq, new, static=static, notes=notes))
+    pt["assumptions"].append("measure option: split_prefill=1 (prefill and decode peaks apart)")
+    return pt
+
+
+def plan_generate():
+    """Batch 8, on an H200: transformers' generate() today at batch 1-16 and prompts of 1k-4k
+    tokens, dynamic and static caches, grouped-query, multi-query and multi-head models and large
+    vocabularies (issue 32 item 5); and LoRA at 8k-32k tokens with checkpointing, where what each
+    token keeps (the checkpointed inputs, the logits, the flash kernel's buffers) and the caching
+    allocator's cut blocks set the peak (item 4)."""
+    L1, L8 = "meta-llama/Llama-3.2-1B", "meta-llama/Llama-3.1-8B"
+    M, Q05, G2 = "mistralai/Mistral-7B-v0.1", "Qwen/Qwen2.5-0.5B", "google/gemma-2b"
+    al = ["all-linear"]
+    pts = [
+        gen_h200(L8, 1, 1024, 128),
+        gen_h200(L8, 16, 1024, 128),
+        gen_h200(L8, 16, 1024, 128, static=True),
+        gen_h200(L8, 4, 4096, 128),
+        gen_h200(L8, 4, 4096, 128, static=True),
+        gen_h200(L8, 16, 4096, 128),
+        gen_h200(L8, 16, 4096, 128, static=True),
+        on_h200(infer2(L8, 16, 4096, 1, notes="plain forward: every position's logits")),
+        gen_h200(L1, 16, 4096, 128),
+        gen_h200(L1, 16, 4096, 128, static=True),
+        gen_h200(Q05, 16, 2048, 256, notes="152k vocabulary, two K/V heads"),
+        gen_h200(M, 4, 4000, 256, notes="the prompt and the new tokens cross the 4,096-token "
+                                        "sliding window"),
+        gen_h200("gpt2", 16, 896, 128, notes="multi-head, learned positions (1,024 at most)"),
+        gen_h200(G2, 16, 2048, 128, notes="multi-query, 256k vocabulary"),
+        on_h200(lora2(L8, 16, al, 1, 8192, ckpt=True)),
+        on_h200(lora2(L8, 16, al, 1, 16384, ckpt=True)),
+        on_h200(lora2(L8, 16, al, 1, 32768, ckpt=True)),
+        on_h200(lora2(L1, 16, al, 1, 32768, ckpt=True)),
+    ]
+    ids = [p["id"] for p in pts]
+    assert len(ids) == len(set(ids)), "duplicate ids"
+    return pts
+
+
 def main():
     args = sys.argv[1:]
     which = [a for a in args
-             if a in ("--batch2", "--dora", "--ga", "--windows", "--fused", "--layernorm")]
+             if a in ("--batch2", "--dora", "--ga", "--windows", "--fused", "--layernorm",
+                      "--generate")]
     args = [a for a in args if a not in which]
     name = {"--batch2": "plan_h100_batch2.json", "--dora": "plan_h100_dora.json",
             "--ga": "plan_h100_ga.json", "--windows": "plan_h100_windows.json",
-            "--fused": "plan_h100_fused.json", "--layernorm": "plan_h100_layernorm.json"}.get(
+            "--fused": "plan_h100_fused.json", "--layernorm": "plan_h100_layernorm.json",
+            "--generate": "plan_h200_generate.json"}.get(
         which[0] if which else "", "plan_h100.json")
     out = args[0] if args else os.path.join(ROOT, "tools", "measure", name)
     pts = {"--batch2": plan_batch2, "--dora": plan_dora, "--ga": plan_ga,
            "--windows": plan_windows, "--fused": plan_fused,
-           "--layernorm": plan_layernorm}.get(
+           "--layernorm": plan_layernorm, "--generate": plan_generate}.get(
         which[0] if which else "", plan)()
     with open(out, "w") as f:
         json.dump(pts, f, indent=1)

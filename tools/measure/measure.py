@@ -254,7 +254,7 @@ def point_options(point):
             if key in opts:
                 raise PlanError("option %s given twice" % key)
             opts[key] = val
-    unknown = set(opts) - {"optimizer_impl", "dropout", "grad_accumulation"}
+    unknown = set(opts) - {"optimizer_impl", "dropout", "grad_accumulation", "split_prefill"}
     if unknown:
         raise PlanError("unknown measure option(s) %s" % ", ".join(sorted(unknown)))
     return opts
@@ -358,9 +358,11 @@ def plan_for(point):
             raise PlanError("inference needs 16-bit weights with the matching pure_* compute")
         if wl.get("finetune") is not None or wl.get("optimizer") not in ("none", None):
             raise PlanError("inference points have finetune null and optimizer none")
-        if opts:
-            raise PlanError("inference points take no measure options")
         n = _int(wl.get("new_tokens"), "new_tokens")
+        split = opts.get("split_prefill")
+        if set(opts) - {"split_prefill"} or split not in (None, "1") or (split and n < 2):
+            raise PlanError("inference points take one measure option, split_prefill=1, and "
+                            "only for generate (new_tokens > 1)")
         # generate(cache_implementation='static') sizes the StaticCache to max_length - 1 =
         # prompt + new tokens - 1 (the last generated token is never written to the cache)
         if kv_tokens is not None and (n == 1 or kv_tokens != s + n - 1):
@@ -376,6 +378,9 @@ def plan_for(point):
                                        "attention_mask": "ones(%s)" % [B, s],
                                        "do_sample": False, "max_new_tokens": n,
                                        "min_new_tokens": n, "grad": "torch.no_grad()"}
+            if split:
+                # the prefill's and the decode's peaks and seconds apart (_PrefillSplit)
+                plan["generate_kwargs"]["split_prefill"] = True
             if kv_tokens is not None:
                 # StaticCache of max_cache_len = prompt + new tokens - 1 (generate sizes it
                 # from max_length); no automatic torch.compile of the decode step
@@ -687,7 +692,16 @@ def make_points(point, plan, raw, env):
                       "%d); default DynamicCache growing on demand (kv_cache_tokens null); "
                       "output length checked" % (plan["batch_shape"],
                                                  plan["generate_kwargs"]["max_new_tokens"]))
-    elif plan["action"] == "prefill":
+    if plan["action"] == "generate" and plan["generate_kwargs"].get("split_prefill"):
+        common.append("prefill and decode apart: a LogitsProcessor that returns the scores "
+                      "unchanged, called by generate() once per new token and first right after "
+                      "the prefill's forward, synchronises there and records the peaks so far "
+                      "(prefill_peak_*: build and prefill) and the allocated memory, then "
+                      "resets the peak statistics; decode_peak_* are the peaks after that, to "
+                      "the end of generate(); measured_gib is the larger. prefill_s: generate() "
+                      "entered to that first call; decode_s_per_token: from there to generate()'s "
+                      "return, over new tokens - 1 (wall clock, synchronised)")
+    if plan["action"] == "prefill":
         common.append("new_tokens 1 = one plain forward pass: model.eval(); under torch.no_grad()"
                       ": out = model(input_ids (random, %s), use_cache=True): full logits "
                       "(batch x seq x vocab) and a DynamicCache of the prompt are live at the "
@@ -762,6 +776,8 @@ RAW_NOTE_KEYS = [
     "step_times_s", "build_device", "build_init", "build_s", "wall_s", "peak_rss_kib",
     "grad_scaler_scales", "optimizer_state_bytes", "optimizer_state_dtype", "cache_class",
     "kv_cache_bytes", "kv_cache_shapes", "kv_cache_max_len", "lora_target_modules_found",
+    "prefill_peak_allocated", "prefill_peak_reserved", "after_prefill_allocated",
+    "decode_peak_allocated", "decode_peak_reserved", "prefill_s", "decode_s_per_token",
 ]
 
 
@@ -771,6 +787,41 @@ RAW_NOTE_KEYS = [
 
 def _torch_dtype(torch, name):
     return None if name is None else getattr(torch, name.split(".", 1)[1])
+
+
+class _PrefillSplit:
+    """A logits processor generate() calls once per generated token, first right after the
+    prefill's forward: there it records the peaks so far (build and prefill) and the prefill's
+    seconds, then resets the peaks so that the end of the run reads the decode steps' alone."""
+
+    def __init__(self, torch, sample):
+        self.torch, self.sample, self.calls, self.t0, self.t1 = torch, sample, 0, None, None
+        self.prefill = None
+
+    def __call__(self, input_ids, scores):
+        self.calls += 1
+        if self.calls == 1:
+            torch = self.torch
+            torch.cuda.synchronize()
+            self.t1 = time.perf_counter()
+            self.sample()
+            self.prefill = (torch.cuda.max_memory_allocated(), torch.cuda.max_memory_reserved(),
+                            torch.cuda.memory_allocated())
+            torch.cuda.reset_peak_memory_stats()
+        return scores
+
+    def finish(self, raw, new_tokens):
+        torch = self.torch
+        t2 = time.perf_counter()
+        if self.calls != new_tokens or self.prefill is None:
+            raise RuntimeError("the logits processor ran %d times for %d new tokens"
+                               % (self.calls, new_tokens))
+        raw["prefill_peak_allocated"], raw["prefill_peak_reserved"] = self.prefill[:2]
+        raw["after_prefill_allocated"] = self.prefill[2]
+        raw["decode_peak_allocated"] = torch.cuda.max_memory_allocated()
+        raw["decode_peak_reserved"] = torch.cuda.max_memory_reserved()
+        raw["prefill_s"] = round(self.t1 - self.t0, 4)
+        raw["decode_s_per_token"] = round((t2 - self.t1) / max(new_tokens - 1, 1), 6)
 
 
 def run_plan(plan):
@@ -1019,12 +1070,21 @@ def run_plan(plan):
                     extra = {k: g[k] for k in ("cache_implementation", "return_dict_in_generate")}
                     # no automatic torch.compile of the decode step with a static cache
                     model.generation_config.disable_compile = g["disable_compile"]
+                # a LogitsProcessor subclass, as generate() merges its processors by type
+                split = type("PrefillSplit", (_PrefillSplit, transformers.LogitsProcessor),
+                             {})(torch, sample)
+                if g.get("split_prefill"):
+                    extra["logits_processor"] = transformers.LogitsProcessorList([split])
+                torch.cuda.synchronize()
+                split.t0 = time.perf_counter()
                 out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                                      do_sample=False, max_new_tokens=g["max_new_tokens"],
                                      min_new_tokens=g["min_new_tokens"], pad_token_id=pad,
                                      **extra)
                 torch.cuda.synchronize()
                 sample()
+                if g.get("split_prefill"):
+                    split.finish(raw, g["max_new_tokens"])
                 if extra:
                     cache = out.past_key_values
                     out = out.sequences
@@ -1055,8 +1115,11 @@ def run_plan(plan):
     time.sleep(0.02)
     state["stop"] = True
     th.join()
-    raw["peak_allocated"] = torch.cuda.max_memory_allocated()
-    raw["peak_reserved"] = torch.cuda.max_memory_reserved()
+    # a generate split at its prefill reset the peaks there: the whole run's is the larger
+    raw["peak_allocated"] = max(torch.cuda.max_memory_allocated(),
+                                raw.get("prefill_peak_allocated", 0))
+    raw["peak_reserved"] = max(torch.cuda.max_memory_reserved(),
+                               raw.get("prefill_peak_reserved", 0))
     raw["peak_nvml_poll"] = state["max"] - baseline
     raw["peak_nvml"] = max(state["max"], state["max_sync"]) - baseline
     raw["nvml_samples"] = state["n"]

@@ -24,6 +24,7 @@ PLAN4 = os.path.join(HERE, "plan_h100_ga.json")
 PLAN5 = os.path.join(HERE, "plan_h100_windows.json")
 PLAN6 = os.path.join(HERE, "plan_h100_fused.json")
 PLAN7 = os.path.join(HERE, "plan_h100_layernorm.json")
+PLAN8 = os.path.join(HERE, "plan_h200_generate.json")
 MEASURED = os.path.join(ROOT, "validation", "measured_h100.json")
 MEASURED2 = os.path.join(ROOT, "validation", "measured_h100_batch2.json")
 MEASURED3 = os.path.join(ROOT, "validation", "measured_h100_dora.json")
@@ -374,6 +375,32 @@ class PlanForTest(unittest.TestCase):
         self.assertNotIn("torch", sys.modules)
 
 
+class SplitPrefillTest(unittest.TestCase):
+    def test_generate_points_split_their_prefill(self):
+        with open(PLAN8) as f:
+            pts = json.load(f)
+        gens = [plan_for(p) for p in pts if p["workload"]["phase"] == "inference"
+                and p["workload"]["new_tokens"] > 1]
+        self.assertGreaterEqual(len(gens), 10)
+        for g in gens:
+            self.assertIs(g["generate_kwargs"]["split_prefill"], True)
+        self.assertTrue(all(p["id"].startswith("h200-") and p["gpu"]["name"] == "NVIDIA H200"
+                            for p in pts))
+
+    def test_split_refused_for_a_prefill_and_unknown_options(self):
+        with open(PLAN8) as f:
+            pts = json.load(f)
+        one = next(p for p in pts if p["workload"]["new_tokens"] == 1)
+        one = copy.deepcopy(one)
+        one["assumptions"].append("measure option: split_prefill=1")
+        with self.assertRaises(PlanError):
+            plan_for(one)
+        gen = copy.deepcopy(next(p for p in pts if (p["workload"]["new_tokens"] or 0) > 1))
+        gen["assumptions"].append("measure option: dropout=0.1")
+        with self.assertRaises(PlanError):
+            plan_for(gen)
+
+
 class PlanFileTest(unittest.TestCase):
     def test_every_planned_point_is_runnable(self):
         seen = set()
@@ -394,7 +421,8 @@ class PlanFileTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             for fn, args in ((PLAN, []), (PLAN2, ["--batch2"]), (PLAN3, ["--dora"]),
                              (PLAN4, ["--ga"]), (PLAN5, ["--windows"]),
-                             (PLAN6, ["--fused"]), (PLAN7, ["--layernorm"])):
+                             (PLAN6, ["--fused"]), (PLAN7, ["--layernorm"]),
+                             (PLAN8, ["--generate"])):
                 out = os.path.join(d, "p.json")
                 subprocess.run([sys.executable, os.path.join(HERE, "make_plan.py")] + args
                                + [out], capture_output=True, text=True, check=True)
