@@ -11,6 +11,8 @@ each with no poller, then with measure.py's poller (a thread reading NVML's used
 step and per training step (host seconds per kernel = step seconds / kernels when the GPU idles).
 
 Usage: python3 tools/measure/host_overhead.py OUT.json
+       python3 tools/measure/host_overhead.py OUT.json --decode-only PRESET BATCH PROMPT
+       (decode steps alone, no poller, for another model, batch and prompt length)
 """
 import json
 import os
@@ -22,12 +24,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def main(out_path):
+def main(out_path, preset="meta-llama--Llama-3.2-1B", batch=1, prompt=128, decode_only=False):
     import pynvml
     import torch
     import transformers
     cfg_json = json.load(open(os.path.join(ROOT, "presets", "models",
-                                           "meta-llama--Llama-3.2-1B.json")))["config"]
+                                           preset + ".json")))["config"]
     keys = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
             "num_key_value_heads", "vocab_size", "tie_word_embeddings", "rope_theta",
             "max_position_embeddings", "rms_norm_eps", "head_dim", "rope_scaling")
@@ -47,7 +49,7 @@ def main(out_path):
             time.sleep(0.005)
 
     def gen(n, cache):
-        ids = torch.randint(0, cfg.vocab_size, (1, 128), device="cuda")
+        ids = torch.randint(0, cfg.vocab_size, (batch, prompt), device="cuda")
         extra = {"cache_implementation": "static"} if cache == "static" else {}
         model.generation_config.disable_compile = True
         torch.cuda.synchronize()
@@ -89,7 +91,26 @@ def main(out_path):
                 "decode_static_s": decode_step_s("static"), "train_step_s": train_step_s()}
 
     out = {"torch": torch.__version__, "transformers": transformers.__version__,
-           "gpu": torch.cuda.get_device_name(0)}
+           "gpu": torch.cuda.get_device_name(0), "model": preset, "batch": batch,
+           "prompt": prompt}
+
+    def kernels(fn):
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            fn()
+        return sum(1 for e in prof.events()
+                   if e.device_type == torch.autograd.DeviceType.CUDA)
+
+    if decode_only:
+        for cache in ("dynamic", "static"):
+            out["decode_%s_s" % cache] = decode_step_s(cache, n=32)
+            out["kernels_generate_33_%s" % cache] = kernels(lambda: gen(33, cache))
+            out["kernels_generate_1_%s" % cache] = kernels(lambda: gen(1, cache))
+        print(json.dumps(out, indent=1))
+        with open(out_path, "w") as f:
+            json.dump(out, f, indent=1)
+            f.write("\n")
+        return
     out["no_poller"] = measure()
     state["stop"] = False
     th = threading.Thread(target=poll, daemon=True)
@@ -98,13 +119,6 @@ def main(out_path):
     state["stop"] = True
     th.join()
     out["no_poller_again"] = measure()
-
-    def kernels(fn):
-        from torch.profiler import ProfilerActivity, profile
-        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            fn()
-        return sum(1 for e in prof.events()
-                   if e.device_type == torch.autograd.DeviceType.CUDA)
 
     out["kernels_generate_65_dynamic"] = kernels(lambda: gen(65, "dynamic"))
     out["kernels_generate_1_dynamic"] = kernels(lambda: gen(1, "dynamic"))
@@ -118,4 +132,7 @@ def main(out_path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) == 6 and sys.argv[2] == "--decode-only":
+        main(sys.argv[1], sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), decode_only=True)
+    else:
+        main(sys.argv[1])
