@@ -1085,7 +1085,7 @@ def run_plan(plan):
                 sample()
                 if g.get("split_prefill"):
                     split.finish(raw, g["max_new_tokens"])
-                if extra:
+                if g.get("cache_implementation"):
                     cache = out.past_key_values
                     out = out.sequences
                     raw["cache_class"] = type(cache).__name__

@@ -32,6 +32,7 @@ MEASURED4 = os.path.join(ROOT, "validation", "measured_h100_ga.json")
 MEASURED5 = os.path.join(ROOT, "validation", "measured_h100_windows.json")
 MEASURED6 = os.path.join(ROOT, "validation", "measured_h100_fused.json")
 MEASURED7 = os.path.join(ROOT, "validation", "measured_h100_layernorm.json")
+MEASURED8 = os.path.join(ROOT, "validation", "measured_h200_generate.json")
 RAW_DIR = os.path.join(ROOT, "validation", "raw_h100")
 
 LLAMA_1B = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
@@ -452,6 +453,8 @@ class MeasuredFileTest(unittest.TestCase):
     RAWS = ["run1_raw.jsonl", "run2_raw.jsonl", "run3_raw.jsonl"]
     ENV = "run1.log"
     CONFIGS = 56
+    RAW_DIR = RAW_DIR
+    MEMORY_GIB = 80.0
     ALLOWED = {
         "trust": {"high", "medium", "low"},
         "metric": {"allocated", "reserved", "nvml_used", "unknown", "none"},
@@ -478,7 +481,7 @@ class MeasuredFileTest(unittest.TestCase):
                 self.assertIn(p[k], allowed, p["id"])
             self.assertIsInstance(p["measured_gib"], float)
             self.assertGreaterEqual(p["measured_gib"], 0.0)
-            self.assertLess(p["measured_gib"], 80.0)
+            self.assertLess(p["measured_gib"], self.MEMORY_GIB)
             self.assertIsInstance(p["assumptions"], list)
             self.assertTrue(p["original_notes"].startswith("[raw measurement, bytes] "))
             if p["throughput"] is not None:
@@ -506,7 +509,7 @@ class MeasuredFileTest(unittest.TestCase):
             self.assertLessEqual(d["reserved"]["measured_gib"], d["nvml"]["measured_gib"])
 
     def test_regenerates_from_raw_logs(self):
-        raws = [os.path.join(RAW_DIR, r) for r in self.RAWS]
+        raws = [os.path.join(self.RAW_DIR, r) for r in self.RAWS]
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "m.json")
             with open(self.PLAN) as f:
@@ -514,7 +517,7 @@ class MeasuredFileTest(unittest.TestCase):
             import contextlib
             import io
             with contextlib.redirect_stdout(io.StringIO()):
-                measure.from_raw(pts, raws, os.path.join(RAW_DIR, self.ENV), out)
+                measure.from_raw(pts, raws, os.path.join(self.RAW_DIR, self.ENV), out)
             with open(out) as f:
                 regenerated = json.load(f)
         self.assertEqual(regenerated, self.pts)
@@ -620,6 +623,28 @@ class MeasuredLayerNormFileTest(MeasuredFileTest):
     RAWS = ["layernorm_run1_raw.jsonl"]
     ENV = "layernorm_run1.log"
     CONFIGS = 3
+
+
+class MeasuredGenerateFileTest(MeasuredFileTest):
+    """Batch 8: validation/measured_h200_generate.json (generate() on an H200, long LoRA)."""
+    MEASURED = MEASURED8
+    PLAN = PLAN8
+    RAW_DIR = os.path.join(ROOT, "validation", "raw_h200")
+    RAWS = ["generate_run1_raw.jsonl", "generate_run2_raw.jsonl"]  # run 2: the dynamic caches
+    ENV = "generate_run2.log"
+    CONFIGS = 18
+    MEMORY_GIB = 140.0
+
+    def test_prefill_and_decode_apart(self):
+        gens = [p for p in self.pts if p["metric"] == "allocated"
+                and (p["workload"]["new_tokens"] or 0) > 1]
+        self.assertEqual(len(gens), 13)
+        for p in gens:
+            raw = json.loads(p["original_notes"][len("[raw measurement, bytes] "):])
+            whole = max(raw["prefill_peak_allocated"], raw["decode_peak_allocated"])
+            self.assertEqual(raw["peak_allocated"], whole, p["id"])
+            self.assertGreater(raw["prefill_s"], 0.0)
+            self.assertGreater(raw["decode_s_per_token"], 0.0)
 
 
 class PublicTableFileTest(unittest.TestCase):
