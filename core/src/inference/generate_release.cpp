@@ -19,6 +19,12 @@
 //   no mask is needed, as for generate's equal-length prompts, whose all-ones mask is dropped
 //   (masking_utils sdpa_mask, allow_is_causal_skip). Eager attention repeats them in every
 //   release.
+// - 4.56 (pull request 39797, "all caches are initialized lazily"; dependents pinned below 4.56
+//   for its cache API, e.g. fla-org/flash-linear-attention pull request 582): a StaticCache
+//   layer allocates its full-length keys and values (StaticLayer.lazy_initialization) at its
+//   first update, inside the prefill's attention of that layer; before, StaticCache.__init__
+//   allocated every layer up front. generate() initialises early only for a chunked prefill
+//   (issue 46421).
 #include "inference/generate_release.hpp"
 
 namespace gpumem {
@@ -27,6 +33,8 @@ bool transformers_eager_by_default(const library_release& release) { return rele
 
 generate_release generate_release_of(const model_spec& spec, const inference_config& config) {
   generate_release out;
+  out.static_cache_lazy = config.framework == serving_framework::transformers &&
+                          (!config.transformers || !config.transformers->before(4, 56));
   // AutoAWQ's fused model runs under transformers' generate() and LM head, with its own cache
   // and attention.
   const bool autoawq = config.framework == serving_framework::autoawq;

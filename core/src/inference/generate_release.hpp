@@ -16,6 +16,7 @@ struct generate_release {
   bool outputs_kept = false;        // the prefill's outputs live through the next forward
   bool old_cache_kept = false;      // the previous step's KV tensors live through the forward
   bool sdpa_repeats_kv = false;     // grouped-query K/V copied to every head before SDPA
+  bool static_cache_lazy = false;   // a static cache's layer allocates at its first update
   std::string note;                 // what the stated release changes, "" when nothing
 };
 

@@ -6,6 +6,34 @@
 
 namespace gpumem {
 
+namespace {
+
+// transformers' generate() decode step, timed warm on an H200 host (torch 2.11.0, transformers
+// 5.17.0, Python 3.12; tools/measure/host_overhead.py, validation/raw_h200/host_overhead_*.json):
+// Llama-3.2-1B and Llama-3.1-8B launched 726 and 1,510 kernels a step with a dynamic cache, 45-47
+// a block (the block's modules and the cache's torch.cat; generate's logits processing, argmax
+// and stopping checks spread over the blocks), and 864 and 1,776 with a static cache, 54-56 a
+// block (index_copy_ into the full-length cache, its mask); the steps took 16-22 us of host a
+// kernel (12.5-38.4 ms), the GPU idle between. A faster or slower host CPU moves the last.
+constexpr double generate_kernels_per_block = 46.0;
+constexpr double generate_static_kernels_per_block = 55.0;
+constexpr double generate_host_per_kernel_s = 20e-6;
+
+// The host's floor under an eager decode step: every kernel launched from Python.
+double eager_decode_floor_s(const model_spec& spec, const inference_config& config) {
+  const double blocks = static_cast<double>(spec.num_layers);
+  if (config.framework == serving_framework::transformers) {
+    const double kernels = config.kv == kv_cache_kind::static_cache
+                               ? generate_static_kernels_per_block
+                               : generate_kernels_per_block;
+    return blocks * kernels * generate_host_per_kernel_s;
+  }
+  // litgpt's and AutoAWQ's loops, not measured: the block's modules at a bare launch's cost.
+  return blocks * kernels_per_block_forward * kernel_launch_s;
+}
+
+}  // namespace
+
 inference_speed estimate_inference_speed(const model_spec& spec, const param_count& counts,
                                          const inference_config& config, const gpu_spec& gpu,
                                          const inference_estimate& rank) {
@@ -39,8 +67,7 @@ inference_speed estimate_inference_speed(const model_spec& spec, const param_cou
   if (config.framework == serving_framework::transformers ||
       config.framework == serving_framework::litgpt ||
       config.framework == serving_framework::autoawq) {
-    const double launches =
-        static_cast<double>(spec.num_layers) * kernels_per_block_forward * kernel_launch_s;
+    const double launches = eager_decode_floor_s(spec, config);
     out.launch_bound = launches > out.decode_step_s;
     out.decode_step_s = std::max(out.decode_step_s, launches);
   }

@@ -92,6 +92,9 @@ struct pass {
   // transformers before 4.54 copies a grouped-query layer's K/V to every query head before SDPA
   // (generate_release::sdpa_repeats_kv).
   bool repeat_kv = false;
+  // transformers 4.56+'s StaticCache (generate_release::static_cache_lazy): each layer's keys
+  // and values of this many tokens are allocated at the layer's first update; 0: none.
+  std::uint64_t lazy_cache_tokens = 0;
 };
 
 std::uint64_t layer_cache_tokens(const layer_spec& layer, const inference_config& c,
@@ -129,7 +132,16 @@ class inference_replay {
     std::vector<int> cache;
     const int mask = autoawq_mask(p);
     int x = tl_.allocate(rows * spec_.hidden_size * a, cat::activations);
+    // Python's references (transformers' LlamaModel.forward and its copies, litgpt's GPT.forward,
+    // AutoAWQ's LlamaLikeModel.forward at the releases read): the loop `hidden_states =
+    // layer(hidden_states, ...)` holds a block's input until the block returns, and
+    // transformers' forward keeps its `inputs_embeds` local to its end; measured on an H200
+    // (validation/measured_h200_generate.json: two hidden-size bf16 tensors a prompt token).
+    const bool held = holds_block_input();
+    int embedding =
+        held && c_.framework == serving_framework::transformers && r_.first_stage ? x : -1;
     for (std::size_t l = r_.first; l < r_.last; ++l) {
+      const int input = x;
       const layer_spec& layer = spec_.layers[l];
       const layer_dims d = dims_of(spec_, c_, layer, r_.tp);
       const block_transients w = transients_of(spec_, c_, l, rows, r_.tp);
@@ -152,12 +164,12 @@ class inference_replay {
       int projected = matmul(rows * d.hidden * a, w.attention);
       tl_.free(attended);
       tl_.free(normed);
-      x = residual(x, projected, rows);
+      x = residual(x, projected, rows, held);
       x = mlp(layer, d, w, x, rows);
+      if (held && input != embedding) tl_.free(input);
     }
-    if (r_.last_stage) logits(p);
-    tl_.free(x);
-    tl_.free(mask);
+    if (r_.last_stage) logits(p, held, x, embedding);
+    for (int h : {x, embedding, mask}) tl_.free(h);
     return cache;
   }
 
@@ -220,6 +232,11 @@ class inference_replay {
       cache.push_back(k);
       cache.push_back(v);
     }
+    if (p.lazy_cache_tokens) {
+      const std::uint64_t half = p.batch * layer_cache_tokens(layer, c_, p.lazy_cache_tokens) *
+                                 layer_kv_bytes_per_token(spec_, c_, layer, r_.tp) / 2;
+      for (int i = 0; i < 2; ++i) cache.push_back(tl_.allocate(half, cat::kv_cache));
+    }
     return attention(p, d, layer);
   }
 
@@ -272,11 +289,19 @@ class inference_replay {
     return out;
   }
 
-  int residual(int x, int branch, std::uint64_t rows) {
+  // The residual sum; `x` lives on where its caller still holds it (`keep_x`).
+  int residual(int x, int branch, std::uint64_t rows, bool keep_x = false) {
     const int sum = tl_.allocate(rows * spec_.hidden_size * c_.activation_bytes, cat::activations);
-    tl_.free(x);
+    if (!keep_x) tl_.free(x);
     tl_.free(branch);
     return sum;
+  }
+
+  // The PyTorch module loops whose references the replay follows (forward); vLLM's fused
+  // residual stream and llama.cpp's graph allocator are modelled apart.
+  bool holds_block_input() const {
+    return c_.framework == serving_framework::transformers ||
+           c_.framework == serving_framework::litgpt || c_.framework == serving_framework::autoawq;
   }
 
   // transformers' repeat_kv: a grouped-query layer's keys and values expanded to every query
@@ -346,12 +371,21 @@ class inference_replay {
   // The LM head over the positions the pass keeps (all of them, or the last one per sequence:
   // generate's and vLLM's logits_to_keep=1); sampling works on fp32 copies of the last position's
   // logits (generate: logits[:, -1, :].to(float32), then the processed scores and the softmax).
-  void logits(const pass& p) {
+  // Where `held` (holds_block_input), `hidden_states = self.norm(hidden_states)` drops the last
+  // block's output as the norm returns and the model's forward returns (its inputs_embeds with
+  // it) before the LM head runs; both handles are freed and set to -1.
+  void logits(const pass& p, bool held, int& x, int& embedding) {
     const std::uint64_t vocab = c_.framework == serving_framework::litgpt
                                     ? spec_.vocab_size
                                     : ceil_div(spec_.vocab_size, r_.tp);
     const std::uint64_t positions = p.last_position_logits ? p.batch : p.batch * p.tokens;
     const int normed = norm(p.batch * p.tokens);
+    if (held) {
+      for (int* h : {&x, &embedding}) {
+        tl_.free(*h);
+        *h = -1;
+      }
+    }
     std::uint64_t transient = 0;
     for (const auto& t : spec_.tensors) {
       if (t.role == tensor_role::lm_head && quantized_tensor(t, c_))
@@ -599,7 +633,12 @@ struct generation {
     prefill.clone_logits = release.whole_logits_clone;
     prefill.keep_logits = release.outputs_kept && config.new_tokens > 1;
     prefill.repeat_kv = release.sdpa_repeats_kv;
-    return replay.forward(prefill);
+    if (config.kv == kv_cache_kind::static_cache && release.static_cache_lazy)
+      prefill.lazy_cache_tokens = cache_tokens;
+    std::vector<int> kept = replay.forward(prefill);
+    // A lazily allocated static cache is the generation's, not the prefill's to hand on.
+    if (prefill.lazy_cache_tokens) cache.swap(kept);
+    return kept;
   }
 
   // Decoding, replayed as its last step: the longest context and the largest cache; and first
@@ -703,7 +742,8 @@ result<inference_estimate> estimate_inference(const model_spec& spec,
   if (!release.note.empty()) out.notes.push_back(release.note);
   generation generate{spec,          config,       r,       tl, replay,
                       final_context, cache_tokens, release, {}, awq ? &*awq : nullptr};
-  if (config.kv == kv_cache_kind::static_cache) generate.allocate_static_cache();
+  if (config.kv == kv_cache_kind::static_cache && !release.static_cache_lazy)
+    generate.allocate_static_cache();
   const std::vector<int> prefill_cache = generate.run_prefill();
   if (config.new_tokens > 1) generate.run_decode(prefill_cache);
   out.kv_cache_bytes = tl.peak().by_category[static_cast<std::size_t>(cat::kv_cache)];

@@ -429,15 +429,21 @@ TEST_CASE("the max-context and max-batch solvers agree with brute force") {
                                         inference_limit::max_context, 131072);
     REQUIRE(solved.ok());
     const std::uint64_t best = solved.value().value;
-    REQUIRE(best > 17);
+    REQUIRE(best > 65);
     REQUIRE(best < 4000);
-    // Brute force over every context around the answer: all up to it fit, none just after.
-    for (std::uint64_t tokens = best - 16; tokens <= best + 64; ++tokens) {
+    // Brute force around the answer: it fits and one token more does not. A static cache that
+    // transformers allocates layer by layer inside the prefill (4.56+) interleaves with the
+    // activations, so the allocator's segments, and the fit, swing by a few tokens around the
+    // boundary; beyond 32 tokens either side every context fits below and none above.
+    for (std::uint64_t tokens = best - 64; tokens <= best + 64; ++tokens) {
       inference_config t = c;
       t.prompt_tokens = tokens - c.new_tokens;
       auto ranks = estimate_inference_ranks(spec.value(), t, gpu_with(usable), usable, 0);
       REQUIRE(ranks.ok());
-      CHECK(ranks.value().fits == (tokens <= best));
+      CAPTURE(tokens);
+      if (tokens == best || tokens + 32 < best) CHECK(ranks.value().fits);
+      if (tokens == best + 1 || tokens > best + 32) CHECK_FALSE(ranks.value().fits);
+      if (kind == kv_cache_kind::dynamic) CHECK(ranks.value().fits == (tokens <= best));
     }
   }
   inference_config c;
@@ -493,6 +499,75 @@ result<inference_estimate> generated(const model_spec& spec, const char* release
   return estimate_inference(spec, c, gpu_with(80ULL << 30));
 }
 
+TEST_CASE(
+    "a prefill holds each block's input until the block returns, transformers its embedding") {
+  // Llama-3.2-1B (h 2,048, i 8,192), 16 x 4,096 tokens: the last block's MLP is the peak, with
+  // its product made while act(gate) and up live. Counted by hand per token, bf16: transformers
+  // holds inputs_embeds, the block's input, the attention's residual sum and the normalised
+  // input (4 x 2h) beside the three MLP tensors (3 x 2i).
+  const auto spec = preset("meta-llama/Llama-3.2-1B");
+  REQUIRE(spec.ok());
+  const std::uint64_t tokens = 16ULL * 4096, h = 2048, i = 8192;
+  inference_config c;
+  c.batch = 16;
+  c.prompt_tokens = 4096;
+  c.new_tokens = 128;
+  const auto generate = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE(generate.ok());
+  const auto activations = [](const inference_estimate& e) {
+    return e.peak.by_category[static_cast<std::size_t>(memory_category::activations)];
+  };
+  CHECK(generate.value().peak.phase == "prefill");
+  CHECK(activations(generate.value()) == tokens * (4 * 2 * h + 3 * 2 * i));
+  // A plain forward (one new token) projects every position: by the LM head the final norm has
+  // returned, the last block's output and the embedding are dropped, the normalised states alone
+  // live beside the logits.
+  c.framework = serving_framework::transformers;
+  c.new_tokens = 1;
+  c.batch = 4;
+  const auto forward = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE(forward.ok());
+  CHECK(activations(forward.value()) == 4ULL * 4096 * (128256 * 2 + 2 * h));
+}
+
+TEST_CASE("transformers 4.56+ allocates a static cache layer by layer inside the prefill") {
+  const auto spec = preset("meta-llama/Llama-3.1-8B");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.batch = 16;
+  c.prompt_tokens = 4096;
+  c.new_tokens = 128;
+  c.kv = kv_cache_kind::static_cache;
+  c.timeline_samples = 4096;
+  const auto today = estimate_inference(spec.value(), c, gpu_with(140 * gib));
+  c.transformers = parse_library_release("4.55.4");
+  const auto before = estimate_inference(spec.value(), c, gpu_with(140 * gib));
+  REQUIRE(today.ok());
+  REQUIRE(before.ok());
+  // The same tensors at the peak (the last block holds every layer's cache either way), less
+  // a segment's tail the allocator hands out unsplit (under 1 MiB a block, counted allocated)...
+  const auto gap = static_cast<std::int64_t>(today.value().peak.allocated) -
+                   static_cast<std::int64_t>(before.value().peak.allocated);
+  CHECK(std::abs(gap) <= (4LL << 20));
+  const std::uint64_t cache = 32ULL * 2 * 16 * (4096 + 127) * 8 * 128 * 2;
+  CHECK(today.value().kv_cache_bytes == cache);
+  // ...but 4.55 has it all before the prefill starts, today only once the last layer updates.
+  const auto cache_at_prefill = [](const inference_estimate& e) {
+    const auto& t = e.timeline;
+    const auto phase = std::find(t.phases.begin(), t.phases.end(), "prefill") - t.phases.begin();
+    for (const auto& s : t.samples) {
+      if (s.phase == static_cast<std::size_t>(phase))
+        return s.by_category[static_cast<std::size_t>(memory_category::kv_cache)];
+    }
+    return std::uint64_t{0};
+  };
+  CHECK(cache_at_prefill(before.value()) >= cache);
+  CHECK(cache_at_prefill(today.value()) < cache / 8);
+  // Interleaved with the activations, the cache's blocks cut the allocator's segments: more
+  // reserved (measured on an H200, validation/measured_h200_generate.json: 37.3 GiB today).
+  CHECK(today.value().peak_reserved > before.value().peak_reserved);
+}
+
 TEST_CASE("transformers' generate by release: the prefill's logits, their upcast, what outlives") {
   const auto spec = preset("meta-llama/Llama-2-7b-hf");
   REQUIRE(spec.ok());
@@ -515,7 +590,8 @@ TEST_CASE("transformers' generate by release: the prefill's logits, their upcast
         all_logits * 4);
   CHECK(v44.value().peak.allocated >=
         v44.value().weight_bytes + 16 * 1024 * kv_per_token + all_logits * 6);
-  CHECK(today.value().peak.allocated < v44.value().peak.allocated - all_logits * 3);
+  // (Today's prefill peaks in the last block's MLP, about 3 bytes a logit's worth here.)
+  CHECK(today.value().peak.allocated < v44.value().peak.allocated - all_logits * 2);
   // 4.40: the fp32 logits live through the first decode step, beside the prompt's cache and its
   // grown copy (the previous KV tuple kept until the forward returns).
   CHECK(v40.value().peak.phase == "decode");
