@@ -355,11 +355,21 @@ class inference_replay {
       return out;
     }
     if (c_.attention == attention_kernel::eager) {
+      // transformers' eager_attention_forward: `attn_weights = softmax(attn_weights, dim=-1,
+      // dtype=torch.float32).to(query.dtype)` keeps the masked scores until the statement ends.
+      // ATen's softmax(x, dtype=float) upcasts a bf16 input to an fp32 copy first (only fp16 on
+      // CUDA takes the fused half_to_float kernel: aten/src/ATen/native/SoftMax.cpp); an fp32
+      // input is neither copied nor cast back. Measured: Llama-3.1-8B's bf16 eager prefill was
+      // 4 bytes a score short without the copy (validation/measured_h100.json).
       const std::uint64_t scores = p.batch * d.heads * p.tokens * p.context;
+      const bool copies =
+          c_.framework == serving_framework::transformers && a == 2 && c_.activation_bf16;
       const int s = tl_.allocate(scores * a, cat::activations);
+      const int upcast = copies ? tl_.allocate(scores * 4, cat::activations) : -1;
       const int probs32 = tl_.allocate(scores * 4, cat::activations);
+      tl_.free(upcast);
+      const int probs = a < 4 ? tl_.allocate(scores * a, cat::activations) : -1;
       tl_.free(s);
-      const int probs = tl_.allocate(scores * a, cat::activations);
       tl_.free(probs32);
       const int out = tl_.allocate(p.batch * p.tokens * d.out * a, cat::activations);
       tl_.free(probs);

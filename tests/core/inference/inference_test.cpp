@@ -530,6 +530,31 @@ TEST_CASE(
   CHECK(activations(forward.value()) == 4ULL * 4096 * (128256 * 2 + 2 * h));
 }
 
+TEST_CASE("eager attention's softmax copies a bf16 input to fp32 first, not an fp16 one") {
+  // Llama-3.2-1B, one 4,096-token prompt under eager attention: the last block's scores (32
+  // heads x 4,096 x 4,096) set the peak. softmax(x, dtype=float32) in bf16 holds the scores, an
+  // fp32 copy and the fp32 output (10 bytes a score); in fp16 the fused half_to_float kernel
+  // writes the fp32 output straight from the scores (6), its cast back then adding 2 (8).
+  const auto spec = preset("meta-llama/Llama-3.2-1B");
+  REQUIRE(spec.ok());
+  inference_config c;
+  c.prompt_tokens = 4096;
+  c.new_tokens = 2;
+  c.attention = attention_kernel::eager;
+  const auto bf16 = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  c.activation_bf16 = false;
+  c.weights.format = weight_format::fp16;
+  const auto fp16 = estimate_inference(spec.value(), c, gpu_with(80 * gib));
+  REQUIRE(bf16.ok());
+  REQUIRE(fp16.ok());
+  const auto activations = [](const inference_estimate& e) {
+    return e.peak.by_category[static_cast<std::size_t>(memory_category::activations)];
+  };
+  const std::uint64_t scores = 32ULL * 4096 * 4096;
+  CHECK(activations(bf16.value()) - activations(fp16.value()) == 2 * scores);
+  CHECK(activations(fp16.value()) >= 8 * scores);
+}
+
 TEST_CASE("transformers 4.56+ allocates a static cache layer by layer inside the prefill") {
   const auto spec = preset("meta-llama/Llama-3.1-8B");
   REQUIRE(spec.ok());
