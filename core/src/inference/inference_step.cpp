@@ -168,7 +168,7 @@ class inference_replay {
       x = mlp(layer, d, w, x, rows);
       if (held && input != embedding) tl_.free(input);
     }
-    if (r_.last_stage) logits(p, held, x, embedding);
+    if (r_.last_stage) logits(p, x, embedding);
     for (int h : {x, embedding, mask}) tl_.free(h);
     return cache;
   }
@@ -381,16 +381,17 @@ class inference_replay {
   // The LM head over the positions the pass keeps (all of them, or the last one per sequence:
   // generate's and vLLM's logits_to_keep=1); sampling works on fp32 copies of the last position's
   // logits (generate: logits[:, -1, :].to(float32), then the processed scores and the softmax).
-  // Where `held` (holds_block_input), `hidden_states = self.norm(hidden_states)` drops the last
-  // block's output as the norm returns and the model's forward returns (its inputs_embeds with
-  // it) before the LM head runs; both handles are freed and set to -1.
-  void logits(const pass& p, bool held, int& x, int& embedding) {
+  // Where the loop holds its blocks' inputs (holds_block_input), `hidden_states =
+  // self.norm(hidden_states)` drops the last block's output as the norm returns and the model's
+  // forward returns (its inputs_embeds with it) before the LM head runs; both handles are freed
+  // and set to -1.
+  void logits(const pass& p, int& x, int& embedding) {
     const std::uint64_t vocab = c_.framework == serving_framework::litgpt
                                     ? spec_.vocab_size
                                     : ceil_div(spec_.vocab_size, r_.tp);
     const std::uint64_t positions = p.last_position_logits ? p.batch : p.batch * p.tokens;
     const int normed = norm(p.batch * p.tokens);
-    if (held) {
+    if (holds_block_input()) {
       for (int* h : {&x, &embedding}) {
         tl_.free(*h);
         *h = -1;

@@ -344,6 +344,7 @@ void build_bloom(config_reader& cfg, model_spec& spec) {
   spec.tied_embeddings = cfg.flag("tie_word_embeddings", true);
   spec.activation = "bloom_gelu";
   spec.eager_softmax_fp32 = true;  // modeling_bloom.py BloomAttention: softmax(dtype=float32)
+  spec.alibi = true;               // modeling_bloom.py build_alibi_tensor: no rotary embedding
   spec.attention_dropout = cfg.fraction({"attention_dropout"});
   spec.hidden_dropout = cfg.fraction({"hidden_dropout"});
   add_uniform_layers(spec, stack_kind::decoder, layers);

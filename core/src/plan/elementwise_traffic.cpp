@@ -31,7 +31,7 @@ double activation_bytes(const model_spec& spec, double bytes) {
 // positions excepted): q * cos + rotate_half(q) * sin for queries and keys, five kernels
 // (models/llama/modeling_llama.py apply_rotary_pos_emb, rotate_half's negation and cat).
 bool rotary(const model_spec& spec, bool learned_positions) {
-  return !learned_positions && !spec.encoder_decoder && spec.causal && spec.model_type != "bloom";
+  return !learned_positions && !spec.alibi && !spec.encoder_decoder && spec.causal;
 }
 
 // The width of the MLP a token runs through in this block: the dense MLP, or its top-k experts

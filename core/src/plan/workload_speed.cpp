@@ -40,17 +40,15 @@ step_time_options workload_speed(const model_spec& spec, const param_count& coun
                            resolved_adamw(workload) != adamw_implementation::fused) ||
                           workload.optimizer == optimizer_kind::sgd_momentum;
   const bool steps = workload.optimizer != optimizer_kind::none && workload.optimizer_step;
-  speed.optimizer_bytes_per_param =
-      !steps ? 0.0
-      : workload.optimizer == optimizer_kind::adafactor
-          ? adafactor_bytes_per_param(weight_bytes)
-          : optimizer_bytes_per_param(weight_bytes, state_bytes, states, multi_pass);
   // (No engine steps Adafactor in place: DeepSpeed and Colossal-AI run it as torch does.)
-  speed.engine_optimizer_bytes_per_param =
-      !steps ? 0.0
-      : workload.optimizer == optimizer_kind::adafactor
-          ? speed.optimizer_bytes_per_param
-          : optimizer_bytes_per_param(weight_bytes, state_bytes, states, false);
+  const bool adafactor = workload.optimizer == optimizer_kind::adafactor;
+  const auto bytes_per_param = [&](bool passes) {
+    if (!steps) return 0.0;
+    return adafactor ? adafactor_bytes_per_param(weight_bytes)
+                     : optimizer_bytes_per_param(weight_bytes, state_bytes, states, passes);
+  };
+  speed.optimizer_bytes_per_param = bytes_per_param(multi_pass);
+  speed.engine_optimizer_bytes_per_param = bytes_per_param(false);
   speed.engine_optimizer = data_parallel_of(workload.sharding).engine;
   // The memory-bound kernels' dtypes: fp32 compute moves 4 bytes an activation; autocast over
   // fp32 weights keeps the residual stream in fp32 (the embedding's output is fp32).

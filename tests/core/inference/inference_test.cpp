@@ -499,6 +499,11 @@ result<inference_estimate> generated(const model_spec& spec, const char* release
   return estimate_inference(spec, c, gpu_with(80ULL << 30));
 }
 
+// The activations alive at an estimate's peak.
+std::uint64_t peak_activations(const inference_estimate& e) {
+  return e.peak.by_category[static_cast<std::size_t>(memory_category::activations)];
+}
+
 TEST_CASE(
     "a prefill holds each block's input until the block returns, transformers its embedding") {
   // Llama-3.2-1B (h 2,048, i 8,192), 16 x 4,096 tokens: the last block's MLP is the peak, with
@@ -514,11 +519,8 @@ TEST_CASE(
   c.new_tokens = 128;
   const auto generate = estimate_inference(spec.value(), c, gpu_with(80 * gib));
   REQUIRE(generate.ok());
-  const auto activations = [](const inference_estimate& e) {
-    return e.peak.by_category[static_cast<std::size_t>(memory_category::activations)];
-  };
   CHECK(generate.value().peak.phase == "prefill");
-  CHECK(activations(generate.value()) == tokens * (4 * 2 * h + 3 * 2 * i));
+  CHECK(peak_activations(generate.value()) == tokens * (4 * 2 * h + 3 * 2 * i));
   // A plain forward (one new token) projects every position: by the LM head the final norm has
   // returned, the last block's output and the embedding are dropped, the normalised states alone
   // live beside the logits.
@@ -527,7 +529,7 @@ TEST_CASE(
   c.batch = 4;
   const auto forward = estimate_inference(spec.value(), c, gpu_with(80 * gib));
   REQUIRE(forward.ok());
-  CHECK(activations(forward.value()) == 4ULL * 4096 * (128256 * 2 + 2 * h));
+  CHECK(peak_activations(forward.value()) == 4ULL * 4096 * (128256 * 2 + 2 * h));
 }
 
 TEST_CASE("eager attention's softmax copies a bf16 input to fp32 first, not an fp16 one") {
@@ -547,12 +549,9 @@ TEST_CASE("eager attention's softmax copies a bf16 input to fp32 first, not an f
   const auto fp16 = estimate_inference(spec.value(), c, gpu_with(80 * gib));
   REQUIRE(bf16.ok());
   REQUIRE(fp16.ok());
-  const auto activations = [](const inference_estimate& e) {
-    return e.peak.by_category[static_cast<std::size_t>(memory_category::activations)];
-  };
   const std::uint64_t scores = 32ULL * 4096 * 4096;
-  CHECK(activations(bf16.value()) - activations(fp16.value()) == 2 * scores);
-  CHECK(activations(fp16.value()) >= 8 * scores);
+  CHECK(peak_activations(bf16.value()) - peak_activations(fp16.value()) == 2 * scores);
+  CHECK(peak_activations(fp16.value()) >= 8 * scores);
 }
 
 TEST_CASE("transformers 4.56+ allocates a static cache layer by layer inside the prefill") {

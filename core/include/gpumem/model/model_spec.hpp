@@ -205,6 +205,8 @@ struct model_spec {
   // Llama-style eager_attention_forward, BLOOM and Phi: softmax(..., dtype=torch.float32));
   // other models do so only under autocast.
   bool eager_softmax_fp32 = false;
+  // Positions as ALiBi's per-head biases on the scores (BLOOM), no rotary embedding.
+  bool alibi = false;
   // Gemma 2's soft cap of attention logits (attn_logit_softcapping; 0: none): cap * tanh(s / cap)
   // before the softmax, which the fused SDPA kernels cannot apply.
   double attention_softcap = 0.0;
